@@ -1,0 +1,644 @@
+//! Resolving a call's inputs and checking a runner's outputs against the profile.
+//!
+//! Inputs are checked on the host, before a worker or subprocess starts, so a caller learns about
+//! a missing or mistyped input from a message naming the key instead of from whatever the skill
+//! code does with it. Outputs are checked after the call, so a runner that breaks its declared
+//! contract fails rather than handing a graph runner a value its next step cannot use.
+//!
+//! JSON Schemas are compiled by `jsonschema` built without its network and file resolvers: a
+//! profile cannot make the runtime fetch anything.
+
+use serde_json::{Map, Value};
+
+use crate::profile::{
+    PathScope, RESERVED_PAGE_INPUT, Runner, RunnerKind, ValueType, compile_schema, with_article,
+};
+
+/// Most schema violations listed in one message; the rest are counted.
+const MAX_SCHEMA_ERRORS: usize = 5;
+/// Longest single schema violation text; `jsonschema` quotes the offending value, which may be
+/// large.
+const MAX_SCHEMA_ERROR_CHARS: usize = 300;
+
+/// Why a call's inputs were refused.
+#[derive(Debug, thiserror::Error)]
+pub enum InputError {
+    #[error("input `{key}` is required by runner `{runner}` but was not given")]
+    Missing { runner: String, key: String },
+    #[error("input `{key}` must be {}, but {} was given", with_article(expected.name()), with_article(actual))]
+    WrongType {
+        key: String,
+        expected: ValueType,
+        actual: &'static str,
+    },
+    #[error("input `{key}` does not match its schema: {details}")]
+    Schema { key: String, details: String },
+    #[error("input `{key}` has a schema that cannot be used: {message}")]
+    BadSchema { key: String, message: String },
+    #[error(
+        "input `{key}` is reserved: the runtime passes page metadata under that name to paged runners"
+    )]
+    Reserved { key: String },
+    #[error("page input `{key}` {problem}")]
+    PageInput { key: String, problem: String },
+    #[error("`{pair}` is not KEY=VALUE: there is no `=`")]
+    KvNoEquals { pair: String },
+    #[error("`{pair}` has an empty key; write KEY=VALUE")]
+    KvEmptyKey { pair: String },
+    #[error("input `{key}` is given more than once")]
+    KvDuplicate { key: String },
+    #[error("{source_name} is not UTF-8 (first invalid byte at offset {offset})")]
+    NotUtf8 { source_name: String, offset: usize },
+    #[error("{source_name} is not valid JSON: {message} at line {line} column {column}")]
+    InvalidJson {
+        source_name: String,
+        line: usize,
+        column: usize,
+        message: String,
+    },
+    #[error(
+        "{source_name} must hold a JSON object of inputs, but it holds {}",
+        with_article(actual)
+    )]
+    NotObject {
+        source_name: String,
+        actual: &'static str,
+    },
+}
+
+/// Why a runner's output was refused.
+#[derive(Debug, thiserror::Error)]
+pub enum OutputError {
+    #[error(
+        "the output must be a JSON object of named outputs, but it is {}",
+        with_article(actual)
+    )]
+    NotObject { actual: &'static str },
+    #[error("output `{key}` is declared by runner `{runner}` but missing from the result")]
+    Missing { runner: String, key: String },
+    #[error("output `{key}` must be {}, but the result holds {}", with_article(expected.name()), with_article(actual))]
+    WrongType {
+        key: String,
+        expected: ValueType,
+        actual: &'static str,
+    },
+    #[error("output `{key}` does not match its schema: {details}")]
+    Schema { key: String, details: String },
+    #[error("output `{key}` has a schema that cannot be used: {message}")]
+    BadSchema { key: String, message: String },
+}
+
+/// Where a paged runner's artifact comes from, read from the call's inputs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PageSource {
+    /// The path as given; admission resolves and contains it.
+    pub path: String,
+    pub scope: PathScope,
+}
+
+/// Applies declared defaults and checks every declared input; undeclared inputs pass through
+/// unchanged, because a skill may read optional extras the profile does not describe.
+///
+/// For a paged javascript runner it also checks the two page inputs (see [`page_source`]) and
+/// refuses a caller-supplied `runx_page`.
+pub fn resolve_inputs(
+    runner: &Runner,
+    given: Map<String, Value>,
+) -> Result<Map<String, Value>, InputError> {
+    let mut inputs = given;
+    for (key, decl) in &runner.inputs {
+        if !inputs.contains_key(key)
+            && let Some(default) = &decl.default
+        {
+            inputs.insert(key.clone(), default.clone());
+        }
+        let Some(value) = inputs.get(key) else {
+            if decl.required {
+                return Err(InputError::Missing {
+                    runner: runner.name.clone(),
+                    key: key.clone(),
+                });
+            }
+            continue;
+        };
+        if !decl.ty.matches(value) {
+            return Err(InputError::WrongType {
+                key: key.clone(),
+                expected: decl.ty,
+                actual: ValueType::describe(value),
+            });
+        }
+        if let Some(schema) = &decl.schema {
+            check_schema(schema, value).map_err(|e| match e {
+                SchemaFailure::Bad(message) => InputError::BadSchema {
+                    key: key.clone(),
+                    message,
+                },
+                SchemaFailure::Mismatch(details) => InputError::Schema {
+                    key: key.clone(),
+                    details,
+                },
+            })?;
+        }
+    }
+    if paged(runner) {
+        if inputs.contains_key(RESERVED_PAGE_INPUT) {
+            return Err(InputError::Reserved {
+                key: RESERVED_PAGE_INPUT.to_string(),
+            });
+        }
+        page_source(runner, &inputs)?;
+    }
+    Ok(inputs)
+}
+
+fn paged(runner: &Runner) -> bool {
+    matches!(&runner.kind, RunnerKind::Javascript(js) if js.pages.is_some())
+}
+
+/// Reads the artifact path and scope of a paged runner from resolved inputs: the path input must
+/// be a non-empty string; the scope input, when given, is `workspace` or `skill` (default
+/// `workspace`). `None` for a runner without `pages`.
+pub fn page_source(
+    runner: &Runner,
+    inputs: &Map<String, Value>,
+) -> Result<Option<PageSource>, InputError> {
+    let RunnerKind::Javascript(js) = &runner.kind else {
+        return Ok(None);
+    };
+    let Some(pages) = &js.pages else {
+        return Ok(None);
+    };
+    let path = match inputs.get(&pages.path_from) {
+        Some(Value::String(s)) if !s.is_empty() => s.clone(),
+        Some(Value::String(_)) => {
+            return Err(InputError::PageInput {
+                key: pages.path_from.clone(),
+                problem: "is empty; give the path of the JSON array file".to_string(),
+            });
+        }
+        Some(other) => {
+            return Err(InputError::PageInput {
+                key: pages.path_from.clone(),
+                problem: format!(
+                    "must be a path string, but {} was given",
+                    with_article(ValueType::describe(other))
+                ),
+            });
+        }
+        None => {
+            return Err(InputError::PageInput {
+                key: pages.path_from.clone(),
+                problem: "is required: it names the JSON array file to page through".to_string(),
+            });
+        }
+    };
+    let scope = match inputs.get(&pages.path_scope_from) {
+        None | Some(Value::Null) => PathScope::Workspace,
+        Some(Value::String(s)) => PathScope::from_name(s).ok_or_else(|| InputError::PageInput {
+            key: pages.path_scope_from.clone(),
+            problem: format!("is `{s}`; use `workspace` (the default) or `skill`"),
+        })?,
+        Some(other) => {
+            return Err(InputError::PageInput {
+                key: pages.path_scope_from.clone(),
+                problem: format!(
+                    "must be `workspace` or `skill`, but {} was given",
+                    with_article(ValueType::describe(other))
+                ),
+            });
+        }
+    };
+    Ok(Some(PageSource { path, scope }))
+}
+
+/// Checks a runner's result: an object holding every declared output with its declared type and
+/// schema. Extra keys are allowed (a paged runner's `runx_page`, diagnostic fields).
+pub fn check_outputs(runner: &Runner, output: &Value) -> Result<(), OutputError> {
+    let Value::Object(map) = output else {
+        return Err(OutputError::NotObject {
+            actual: ValueType::describe(output),
+        });
+    };
+    for (key, decl) in &runner.outputs {
+        let Some(value) = map.get(key) else {
+            return Err(OutputError::Missing {
+                runner: runner.name.clone(),
+                key: key.clone(),
+            });
+        };
+        if !decl.ty.matches(value) {
+            return Err(OutputError::WrongType {
+                key: key.clone(),
+                expected: decl.ty,
+                actual: ValueType::describe(value),
+            });
+        }
+        if let Some(schema) = &decl.schema {
+            check_schema(schema, value).map_err(|e| match e {
+                SchemaFailure::Bad(message) => OutputError::BadSchema {
+                    key: key.clone(),
+                    message,
+                },
+                SchemaFailure::Mismatch(details) => OutputError::Schema {
+                    key: key.clone(),
+                    details,
+                },
+            })?;
+        }
+    }
+    Ok(())
+}
+
+enum SchemaFailure {
+    Bad(String),
+    Mismatch(String),
+}
+
+/// Validates `value`, summarising the violations as `at /path: reason; ...`.
+fn check_schema(schema: &Value, value: &Value) -> Result<(), SchemaFailure> {
+    let validator = compile_schema(schema).map_err(SchemaFailure::Bad)?;
+    let mut errors = validator.iter_errors(value);
+    let mut parts = Vec::new();
+    let mut more = 0usize;
+    for error in errors.by_ref() {
+        if parts.len() == MAX_SCHEMA_ERRORS {
+            more += 1;
+            continue;
+        }
+        let at = error.instance_path.as_str();
+        let at = if at.is_empty() { "the value" } else { at };
+        parts.push(format!("at {at}: {}", truncate(&error.to_string())));
+    }
+    if parts.is_empty() {
+        return Ok(());
+    }
+    let mut details = parts.join("; ");
+    if more > 0 {
+        details.push_str(&format!("; and {more} more"));
+    }
+    Err(SchemaFailure::Mismatch(details))
+}
+
+fn truncate(text: &str) -> String {
+    match text.char_indices().nth(MAX_SCHEMA_ERROR_CHARS) {
+        Some((cut, _)) => format!("{}…", &text[..cut]),
+        None => text.to_string(),
+    }
+}
+
+/// Parses `KEY=VALUE` command-line pairs. The value is JSON when it parses as JSON (`n=3`,
+/// `tags=["a"]`, `on=true`) and a plain string otherwise (`name=Ada`, `empty=`); quote it as JSON
+/// (`id="007"`) to force a string.
+pub fn parse_kv(pairs: &[String]) -> Result<Map<String, Value>, InputError> {
+    let mut out = Map::new();
+    for pair in pairs {
+        let (key, raw) = pair
+            .split_once('=')
+            .ok_or_else(|| InputError::KvNoEquals { pair: pair.clone() })?;
+        if key.is_empty() {
+            return Err(InputError::KvEmptyKey { pair: pair.clone() });
+        }
+        let value =
+            serde_json::from_str::<Value>(raw).unwrap_or_else(|_| Value::String(raw.to_string()));
+        if out.insert(key.to_string(), value).is_some() {
+            return Err(InputError::KvDuplicate {
+                key: key.to_string(),
+            });
+        }
+    }
+    Ok(out)
+}
+
+/// Parses a complete inputs object from a file or stdin; `source` names it in errors
+/// (`inputs.json`, `stdin`). A leading UTF-8 byte-order mark is skipped, since some editors
+/// write one.
+pub fn parse_object(bytes: &[u8], source: &str) -> Result<Map<String, Value>, InputError> {
+    let bytes = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes);
+    let text = std::str::from_utf8(bytes).map_err(|e| InputError::NotUtf8 {
+        source_name: source.to_string(),
+        offset: e.valid_up_to(),
+    })?;
+    let value: Value = serde_json::from_str(text).map_err(|e| {
+        let full = e.to_string();
+        // serde_json appends " at line L column C"; the variant carries those separately.
+        let suffix = format!(" at line {} column {}", e.line(), e.column());
+        let message = full.strip_suffix(&suffix).unwrap_or(&full).to_string();
+        InputError::InvalidJson {
+            source_name: source.to_string(),
+            line: e.line(),
+            column: e.column(),
+            message,
+        }
+    })?;
+    match value {
+        Value::Object(map) => Ok(map),
+        other => Err(InputError::NotObject {
+            source_name: source.to_string(),
+            actual: ValueType::describe(&other),
+        }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::profile::{Profile, parse};
+    use serde_json::json;
+    use std::path::Path;
+
+    fn profile(text: &str) -> Profile {
+        match parse(text, Path::new("/pkg"), Path::new("/pkg/X.yaml")) {
+            Ok(p) => p,
+            Err(e) => panic!("{e}"),
+        }
+    }
+
+    fn obj(v: Value) -> Map<String, Value> {
+        match v {
+            Value::Object(m) => m,
+            other => panic!("not an object: {other}"),
+        }
+    }
+
+    const INPUTS: &str = r#"
+skill: s
+run:
+  type: javascript
+  module: a.mjs
+  inputs:
+    name: { type: string, required: true }
+    greeting: { type: string, default: "hello" }
+    count: { type: integer, schema: { minimum: 1, maximum: 10 } }
+    ratio: number
+    tags: { type: array, schema: { items: { type: string } } }
+    flag: boolean
+    nothing: "null"
+    blob: any
+    opts: object
+"#;
+
+    fn resolve(given: Value) -> Result<Map<String, Value>, InputError> {
+        let p = profile(INPUTS);
+        let runner = p.runner(None).expect("runner");
+        resolve_inputs(runner, obj(given))
+    }
+
+    #[test]
+    fn defaults_applied_and_extras_pass_through() {
+        let got = resolve(json!({"name": "Ada", "extra": [1, 2]})).expect("valid");
+        assert_eq!(
+            Value::Object(got),
+            json!({"name": "Ada", "greeting": "hello", "extra": [1, 2]})
+        );
+        let got = resolve(json!({"name": "Ada", "greeting": "hi"})).expect("valid");
+        assert_eq!(
+            got["greeting"],
+            json!("hi"),
+            "given values win over defaults"
+        );
+    }
+
+    #[test]
+    fn every_type_accepted() {
+        let got = resolve(json!({
+            "name": "a", "count": 3.0, "ratio": 0.5, "tags": ["x"], "flag": false,
+            "nothing": null, "blob": {"k": [1]}, "opts": {}
+        }));
+        assert!(got.is_ok(), "{got:?}");
+    }
+
+    #[test]
+    fn missing_required_names_key() {
+        let e = resolve(json!({"greeting": "x"})).expect_err("missing");
+        assert!(matches!(&e, InputError::Missing { key, .. } if key == "name"));
+        assert_eq!(
+            e.to_string(),
+            "input `name` is required by runner `default` but was not given"
+        );
+    }
+
+    #[test]
+    fn wrong_types_name_key_expected_and_actual() {
+        let cases = [
+            (json!({"name": 5}), "name", "string", "integer"),
+            (
+                json!({"name": "a", "count": 2.5}),
+                "count",
+                "integer",
+                "number",
+            ),
+            (
+                json!({"name": "a", "ratio": "1"}),
+                "ratio",
+                "number",
+                "string",
+            ),
+            (
+                json!({"name": "a", "flag": "yes"}),
+                "flag",
+                "boolean",
+                "string",
+            ),
+            (
+                json!({"name": "a", "nothing": 0}),
+                "nothing",
+                "null",
+                "integer",
+            ),
+            (json!({"name": "a", "opts": []}), "opts", "object", "array"),
+            (json!({"name": "a", "tags": {}}), "tags", "array", "object"),
+        ];
+        for (given, key, expected, actual) in cases {
+            let e = resolve(given).expect_err("wrong type");
+            assert_eq!(
+                e.to_string(),
+                format!(
+                    "input `{key}` must be {}, but {} was given",
+                    with_article(expected),
+                    with_article(actual)
+                )
+            );
+        }
+    }
+
+    #[test]
+    fn schema_checked() {
+        let e = resolve(json!({"name": "a", "count": 11})).expect_err("schema");
+        let msg = e.to_string();
+        assert!(
+            matches!(&e, InputError::Schema { key, .. } if key == "count"),
+            "{msg}"
+        );
+        assert!(msg.contains("at the value"), "{msg}");
+        let e = resolve(json!({"name": "a", "tags": ["ok", 3]})).expect_err("schema");
+        assert!(e.to_string().contains("at /1"), "{e}");
+        assert!(resolve(json!({"name": "a", "count": 10, "tags": ["ok"]})).is_ok());
+    }
+
+    #[test]
+    fn many_schema_errors_are_summarised() {
+        let p = profile(
+            "skill: s\nrun:\n  type: javascript\n  module: a.mjs\n  inputs:\n    xs: { type: array, schema: { items: { type: string } } }\n",
+        );
+        let r = p.runner(None).expect("runner");
+        let e = resolve_inputs(r, obj(json!({"xs": [1, 2, 3, 4, 5, 6, 7]}))).expect_err("schema");
+        assert!(e.to_string().ends_with("; and 2 more"), "{e}");
+    }
+
+    #[test]
+    fn page_inputs_checked() {
+        let p = profile(
+            "skill: s\nrun:\n  type: javascript\n  module: a.mjs\n  pages: { path_from: archive_file, path_scope_from: archive_base }\n",
+        );
+        let r = p.runner(None).expect("runner");
+        let ok = resolve_inputs(r, obj(json!({"archive_file": "a.json"}))).expect("valid");
+        assert_eq!(
+            page_source(r, &ok).expect("source"),
+            Some(PageSource {
+                path: "a.json".into(),
+                scope: PathScope::Workspace
+            })
+        );
+        let ok = resolve_inputs(
+            r,
+            obj(json!({"archive_file": "a.json", "archive_base": "skill"})),
+        )
+        .expect("valid");
+        assert_eq!(
+            page_source(r, &ok).expect("source").map(|s| s.scope),
+            Some(PathScope::Skill)
+        );
+
+        let e = resolve_inputs(r, obj(json!({}))).expect_err("no path");
+        assert!(
+            e.to_string()
+                .starts_with("page input `archive_file` is required"),
+            "{e}"
+        );
+        let e = resolve_inputs(r, obj(json!({"archive_file": 3}))).expect_err("bad path");
+        assert!(e.to_string().contains("must be a path string"), "{e}");
+        let e = resolve_inputs(r, obj(json!({"archive_file": ""}))).expect_err("empty path");
+        assert!(e.to_string().contains("is empty"), "{e}");
+        let e = resolve_inputs(r, obj(json!({"archive_file": "a", "archive_base": "home"})))
+            .expect_err("scope");
+        assert!(e.to_string().contains("`archive_base` is `home`"), "{e}");
+        let e = resolve_inputs(r, obj(json!({"archive_file": "a", "runx_page": {}})))
+            .expect_err("reserved");
+        assert!(matches!(e, InputError::Reserved { .. }));
+
+        let plain = profile(INPUTS);
+        let plain = plain.runner(None).expect("runner");
+        assert_eq!(page_source(plain, &Map::new()).expect("none"), None);
+    }
+
+    const OUTPUTS: &str = r#"
+skill: s
+run:
+  type: javascript
+  module: a.mjs
+  outputs:
+    greeting: string
+    n: integer
+    stats: { type: object, schema: { type: object, required: [total], properties: { total: { type: integer } } } }
+"#;
+
+    fn check(output: Value) -> Result<(), OutputError> {
+        let p = profile(OUTPUTS);
+        check_outputs(p.runner(None).expect("runner"), &output)
+    }
+
+    #[test]
+    fn outputs_accepted_with_extra_keys() {
+        assert!(
+            check(json!({"greeting": "hi", "n": 2, "stats": {"total": 1}, "extra": true})).is_ok()
+        );
+    }
+
+    #[test]
+    fn output_errors_name_key() {
+        let e = check(json!(["not", "object"])).expect_err("array");
+        assert_eq!(
+            e.to_string(),
+            "the output must be a JSON object of named outputs, but it is an array"
+        );
+        let e = check(json!({"n": 2, "stats": {"total": 1}})).expect_err("missing");
+        assert!(
+            matches!(&e, OutputError::Missing { key, .. } if key == "greeting"),
+            "{e}"
+        );
+        let e =
+            check(json!({"greeting": "hi", "n": 2.5, "stats": {"total": 1}})).expect_err("type");
+        assert_eq!(
+            e.to_string(),
+            "output `n` must be an integer, but the result holds a number"
+        );
+        let e =
+            check(json!({"greeting": "hi", "n": 2, "stats": {"count": 1}})).expect_err("schema");
+        assert!(
+            matches!(&e, OutputError::Schema { key, .. } if key == "stats"),
+            "{e}"
+        );
+        assert!(e.to_string().contains("total"), "{e}");
+    }
+
+    #[test]
+    fn kv_parsing() {
+        let pairs: Vec<String> = [
+            "n=3",
+            "name=Ada",
+            "tags=[\"a\"]",
+            "on=true",
+            "id=\"007\"",
+            "empty=",
+            "eq=a=b",
+            "nil=null",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        let got = parse_kv(&pairs).expect("valid");
+        assert_eq!(
+            Value::Object(got),
+            json!({"n": 3, "name": "Ada", "tags": ["a"], "on": true, "id": "007", "empty": "", "eq": "a=b", "nil": null})
+        );
+        let e = parse_kv(&["name".to_string()]).expect_err("no =");
+        assert!(matches!(e, InputError::KvNoEquals { .. }));
+        let e = parse_kv(&["=x".to_string()]).expect_err("empty key");
+        assert!(matches!(e, InputError::KvEmptyKey { .. }));
+        let e = parse_kv(&["a=1".to_string(), "a=2".to_string()]).expect_err("dup");
+        assert_eq!(e.to_string(), "input `a` is given more than once");
+    }
+
+    #[test]
+    fn object_parsing() {
+        assert_eq!(
+            Value::Object(parse_object(b"{\"a\": 1}", "inputs.json").expect("valid")),
+            json!({"a": 1})
+        );
+        assert_eq!(
+            Value::Object(parse_object(b"\xEF\xBB\xBF{}", "inputs.json").expect("bom")),
+            json!({})
+        );
+        let e = parse_object(b"{\"a\": \xff}", "inputs.json").expect_err("utf8");
+        assert_eq!(
+            e.to_string(),
+            "inputs.json is not UTF-8 (first invalid byte at offset 6)"
+        );
+        let e = parse_object(b"{\n  \"a\": 1,\n}", "stdin").expect_err("json");
+        let InputError::InvalidJson { line, column, .. } = &e else {
+            panic!("{e:?}")
+        };
+        assert_eq!((*line, *column), (3, 1));
+        assert!(
+            e.to_string().starts_with("stdin is not valid JSON: "),
+            "{e}"
+        );
+        assert!(e.to_string().ends_with("at line 3 column 1"), "{e}");
+        let e = parse_object(b"[1]", "stdin").expect_err("array");
+        assert_eq!(
+            e.to_string(),
+            "stdin must hold a JSON object of inputs, but it holds an array"
+        );
+    }
+}

@@ -1,0 +1,97 @@
+//! Typed call failures: one stable code, an optional limit, a human message.
+
+use crate::limits::Limit;
+use serde::{Deserialize, Serialize};
+
+/// The stable machine-readable failure codes of a call.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FailureCode {
+    /// The request itself was malformed (bad frame, unknown message, unknown bundle).
+    InvalidRequest,
+    /// A module could not be loaded: a forbidden specifier, a syntax error, a missing export.
+    ModuleRejected,
+    /// The export threw, or its promise rejected or never settled.
+    ExecutionFailed,
+    /// The export returned something that is not JSON-compatible.
+    OutputRejected,
+    /// A limit was hit; the failure names which one.
+    ResourceLimit,
+    /// The worker process died or broke protocol while it held the call.
+    WorkerCrashed,
+    /// A bug or an unexpected state in the runtime itself.
+    Internal,
+}
+
+impl FailureCode {
+    /// The stable snake_case name.
+    pub fn name(self) -> &'static str {
+        match self {
+            FailureCode::InvalidRequest => "invalid_request",
+            FailureCode::ModuleRejected => "module_rejected",
+            FailureCode::ExecutionFailed => "execution_failed",
+            FailureCode::OutputRejected => "output_rejected",
+            FailureCode::ResourceLimit => "resource_limit",
+            FailureCode::WorkerCrashed => "worker_crashed",
+            FailureCode::Internal => "internal",
+        }
+    }
+}
+
+impl std::fmt::Display for FailureCode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// A failed call.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, thiserror::Error)]
+#[error("{code}{}: {message}", limit.map(|l| format!("/{l}")).unwrap_or_default())]
+pub struct Failure {
+    /// What went wrong, as a stable code.
+    pub code: FailureCode,
+    /// For `resource_limit`, which limit was hit.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limit: Option<Limit>,
+    /// What a person needs to know, naming the specifier, path or limit concerned.
+    pub message: String,
+    /// Whether the worker that produced the failure can serve another call.
+    #[serde(default)]
+    pub worker_reusable: bool,
+}
+
+impl Failure {
+    /// A failure with `code` and `message`; the worker stays in service.
+    pub fn new(code: FailureCode, message: impl Into<String>) -> Failure {
+        Failure {
+            code,
+            limit: None,
+            message: message.into(),
+            worker_reusable: true,
+        }
+    }
+
+    /// A `resource_limit` failure naming `limit`.
+    pub fn limit(limit: Limit, message: impl Into<String>) -> Failure {
+        Failure {
+            code: FailureCode::ResourceLimit,
+            limit: Some(limit),
+            message: message.into(),
+            worker_reusable: true,
+        }
+    }
+
+    /// Marks the worker that produced this failure as not reusable.
+    pub fn discard_worker(mut self) -> Failure {
+        self.worker_reusable = false;
+        self
+    }
+
+    /// `code` or `code/limit`, as printed and recorded.
+    pub fn code_string(&self) -> String {
+        match self.limit {
+            Some(l) => format!("{}/{}", self.code, l),
+            None => self.code.to_string(),
+        }
+    }
+}

@@ -1,0 +1,51 @@
+//! The no-host JavaScript worker of runx.
+//!
+//! This crate runs one exported function of an ES module in a fresh JavaScript context with no
+//! host: no filesystem, network, environment, timers, clock or randomness. It is *not* a general
+//! JavaScript runtime; skill packages, inputs and receipts live in `runx-runtime`.
+//!
+//! - [`engine`]: the engine seam, and [`quickjs`] its default implementation.
+//! - [`bundle`] and [`specifier`]: the module closure and the one rule for what an import may name.
+//! - [`frame`] and [`protocol`]: length-prefixed frames between host and worker.
+//! - [`serve`]: the worker process loop (`runx __worker`, or the `runx-worker` binary).
+//! - [`pool`] and [`process`]: supervised worker processes on the host side.
+//! - [`limits`] and [`failure`]: limits as data, typed failures.
+//!
+//! Calling an export in-process (no pool, no sandbox process; tests and benchmarks do this):
+//!
+//! ```
+//! use runx_worker::{bundle::ModuleBundle, engine::{Engine, EngineCall}, limits::Limits};
+//! use runx_worker::quickjs::QuickJs;
+//! use std::{collections::BTreeMap, sync::Arc};
+//!
+//! let bundle = Arc::new(ModuleBundle::from_sources(
+//!     "main.mjs",
+//!     [("main.mjs", "export default (i) => ({ twice: i.n * 2 });")],
+//! ));
+//! let out = QuickJs::new()
+//!     .call(&EngineCall {
+//!         bundle: &bundle,
+//!         export: None,
+//!         input: br#"{"n": 21}"#,
+//!         page: None,
+//!         environment: &BTreeMap::new(),
+//!         limits: Limits::default(),
+//!     })
+//!     .map_err(|(failure, _log)| failure)?;
+//! assert_eq!(out.output, br#"{"twice":42}"#);
+//! # Ok::<(), runx_worker::failure::Failure>(())
+//! ```
+#![deny(unsafe_code)]
+#![warn(missing_docs)]
+
+pub mod bundle;
+pub mod engine;
+pub mod failure;
+pub mod frame;
+pub mod limits;
+pub mod pool;
+pub mod process;
+pub mod protocol;
+pub mod quickjs;
+pub mod serve;
+pub mod specifier;

@@ -1,0 +1,370 @@
+//! The pool: N worker processes, started lazily, reused, replaced within a restart budget.
+//!
+//! [`Pool::call`] is blocking and thread-safe; [`Pool::call_async`] runs it on tokio's blocking
+//! threads. A call is retried on another worker only when it cannot have started (the request
+//! never reached the worker), or when the caller marked it idempotent.
+
+use crate::engine::ConsoleLog;
+use crate::failure::{Failure, FailureCode};
+use crate::limits::Limit;
+use crate::process::{Call, InvokeError, Reply, WorkerCommand, WorkerProcess, kill_group};
+use std::collections::{HashSet, VecDeque};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+/// The most workers a pool may have.
+pub const MAX_WORKERS: usize = 16;
+
+/// How a pool starts and supervises its workers.
+#[derive(Clone, Debug)]
+pub struct PoolConfig {
+    /// How to start a worker process.
+    pub command: WorkerCommand,
+    /// Number of workers (1..=16); default: the number of CPUs.
+    pub size: usize,
+    /// How long a new worker has to answer `hello`.
+    pub startup_timeout: Duration,
+    /// Extra time after a call's wall before the host kills the worker.
+    pub grace: Duration,
+    /// Replacements allowed within `restart_window`.
+    pub restart_budget: usize,
+    /// The window of the restart budget.
+    pub restart_window: Duration,
+    /// Delay before the first replacement; doubles with each replacement in the window.
+    pub backoff: Duration,
+}
+
+impl PoolConfig {
+    /// Defaults: one worker per CPU, 5 s startup, 500 ms grace, 3 restarts per minute, 50 ms
+    /// backoff.
+    pub fn new(command: WorkerCommand) -> PoolConfig {
+        let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+        PoolConfig {
+            command,
+            size: cpus.clamp(1, MAX_WORKERS),
+            startup_timeout: Duration::from_secs(5),
+            grace: Duration::from_millis(500),
+            restart_budget: 3,
+            restart_window: Duration::from_secs(60),
+            backoff: Duration::from_millis(50),
+        }
+    }
+
+    /// Sets the number of workers, clamped to 1..=16.
+    pub fn size(mut self, size: usize) -> PoolConfig {
+        self.size = size.clamp(1, MAX_WORKERS);
+        self
+    }
+}
+
+/// A failed call, with whatever the module logged before it failed.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{failure}")]
+pub struct CallError {
+    /// What failed.
+    pub failure: Failure,
+    /// Console output up to the failure.
+    pub log: ConsoleLog,
+}
+
+impl From<Failure> for CallError {
+    fn from(failure: Failure) -> CallError {
+        CallError {
+            failure,
+            log: ConsoleLog::default(),
+        }
+    }
+}
+
+/// A pool of worker processes. Cheap to clone; clones share the workers.
+#[derive(Clone)]
+pub struct Pool {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    config: PoolConfig,
+    state: Mutex<State>,
+    changed: Condvar,
+    workdir: tempfile::TempDir,
+}
+
+#[derive(Default)]
+struct State {
+    idle: Vec<WorkerProcess>,
+    /// Workers alive or being started, idle or busy.
+    live: usize,
+    /// Workers ever started (the first `size` are not replacements).
+    started: usize,
+    /// When replacements happened, within the window.
+    restarts: VecDeque<Instant>,
+    /// Why the last worker was lost.
+    last_loss: Option<String>,
+    /// Process ids of every live worker, for [`Pool::kill_all`].
+    pids: HashSet<u32>,
+    closed: bool,
+}
+
+impl Pool {
+    /// A pool; no worker starts until the first call.
+    pub fn new(config: PoolConfig) -> std::io::Result<Pool> {
+        let workdir = tempfile::Builder::new().prefix("runx-workers-").tempdir()?;
+        Ok(Pool {
+            inner: Arc::new(Inner {
+                config,
+                state: Mutex::new(State::default()),
+                changed: Condvar::new(),
+                workdir,
+            }),
+        })
+    }
+
+    /// The pool's configuration.
+    pub fn config(&self) -> &PoolConfig {
+        &self.inner.config
+    }
+
+    /// Runs one call on a worker, blocking until it ends.
+    pub fn call(&self, call: &Call) -> Result<Reply, CallError> {
+        let mut crashed_once = false;
+        let mut unsent = 0;
+        loop {
+            let mut worker = self.acquire()?;
+            match worker.invoke(call, self.inner.config.grace) {
+                Ok(reply) => {
+                    self.release(worker);
+                    return Ok(reply);
+                }
+                Err(InvokeError::Failed(failure, log)) => {
+                    if failure.worker_reusable {
+                        self.release(worker);
+                    } else {
+                        self.discard(worker, &failure.message);
+                    }
+                    return Err(CallError { failure, log });
+                }
+                Err(InvokeError::NotSent(why)) => {
+                    // The call never started, so running it elsewhere is safe.
+                    self.discard(worker, &why);
+                    unsent += 1;
+                    if unsent > 2 {
+                        return Err(crashed(why).into());
+                    }
+                }
+                Err(InvokeError::Lost(why)) => {
+                    self.discard(worker, &why);
+                    if call.idempotent && !crashed_once {
+                        crashed_once = true;
+                        tracing::warn!(
+                            "worker lost mid-call ({why}); retrying the idempotent call"
+                        );
+                        continue;
+                    }
+                    return Err(crashed(why).into());
+                }
+                Err(InvokeError::TimedOut) => {
+                    let wall = call.limits.wall_milliseconds;
+                    let why = format!(
+                        "the worker did not answer within its wall of {wall} ms plus {} ms grace and was killed",
+                        self.inner.config.grace.as_millis()
+                    );
+                    self.discard(worker, &why);
+                    return Err(Failure::limit(Limit::WallMilliseconds, why)
+                        .discard_worker()
+                        .into());
+                }
+            }
+        }
+    }
+
+    /// [`Pool::call`] for async callers: runs on tokio's blocking threads.
+    pub async fn call_async(&self, call: Call) -> Result<Reply, CallError> {
+        let pool = self.clone();
+        match tokio::task::spawn_blocking(move || pool.call(&call)).await {
+            Ok(r) => r,
+            Err(e) => {
+                Err(Failure::new(FailureCode::Internal, format!("call task failed: {e}")).into())
+            }
+        }
+    }
+
+    /// Checks every idle worker answers a health nonce; unhealthy ones are replaced later.
+    /// Returns how many answered.
+    pub fn health_check(&self) -> usize {
+        let idle = std::mem::take(&mut self.lock().idle);
+        let mut healthy = 0;
+        for (n, mut w) in idle.into_iter().enumerate() {
+            match w.health(n as u64 + 1, Duration::from_secs(1)) {
+                Ok(()) => {
+                    healthy += 1;
+                    self.release(w);
+                }
+                Err(why) => self.discard(w, &why),
+            }
+        }
+        healthy
+    }
+
+    /// Kills every worker's process group at once (Ctrl-C). Calls in flight fail; the pool
+    /// accepts no new calls.
+    pub fn kill_all(&self) {
+        let pids: Vec<u32> = {
+            let mut st = self.lock();
+            st.closed = true;
+            st.pids.iter().copied().collect()
+        };
+        for pid in pids {
+            kill_group(pid);
+        }
+        self.inner.changed.notify_all();
+    }
+
+    /// Process ids of the live workers.
+    pub fn worker_pids(&self) -> Vec<u32> {
+        self.lock().pids.iter().copied().collect()
+    }
+
+    fn lock(&self) -> MutexGuard<'_, State> {
+        // A panic while holding the lock leaves plain data behind; keep going with it.
+        self.inner
+            .state
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    fn acquire(&self) -> Result<WorkerProcess, Failure> {
+        let cfg = &self.inner.config;
+        let mut st = self.lock();
+        loop {
+            if st.closed {
+                return Err(Failure::new(
+                    FailureCode::WorkerCrashed,
+                    "the worker pool was shut down (interrupted)",
+                ));
+            }
+            if let Some(mut w) = st.idle.pop() {
+                if w.has_exited() {
+                    // Died while idle: it never saw this call, so take another.
+                    drop(st);
+                    self.discard(w, "the worker exited while idle");
+                    st = self.lock();
+                    continue;
+                }
+                return Ok(w);
+            }
+            if st.live < cfg.size {
+                let mut backoff = Duration::ZERO;
+                if st.started >= cfg.size {
+                    let now = Instant::now();
+                    while st
+                        .restarts
+                        .front()
+                        .is_some_and(|t| now.duration_since(*t) > cfg.restart_window)
+                    {
+                        st.restarts.pop_front();
+                    }
+                    if st.restarts.len() >= cfg.restart_budget {
+                        if st.live == 0 {
+                            return Err(Failure::new(
+                                FailureCode::WorkerCrashed,
+                                format!(
+                                    "no worker available: the restart budget of {} replacements per {} s is spent; last worker loss: {}",
+                                    cfg.restart_budget,
+                                    cfg.restart_window.as_secs(),
+                                    st.last_loss.as_deref().unwrap_or("unknown")
+                                ),
+                            ));
+                        }
+                        st = self.wait(st);
+                        continue;
+                    }
+                    backoff = cfg.backoff * (1u32 << st.restarts.len().min(8));
+                    st.restarts.push_back(now);
+                }
+                st.live += 1;
+                st.started += 1;
+                drop(st);
+                std::thread::sleep(backoff);
+                let spawned = WorkerProcess::spawn(
+                    &cfg.command,
+                    self.inner.workdir.path(),
+                    cfg.startup_timeout,
+                );
+                let mut st = self.lock();
+                return match spawned {
+                    Ok(w) => {
+                        st.pids.insert(w.pid);
+                        if st.closed {
+                            drop(st);
+                            self.discard(w, "the pool was shut down");
+                            return Err(Failure::new(
+                                FailureCode::WorkerCrashed,
+                                "the worker pool was shut down (interrupted)",
+                            ));
+                        }
+                        tracing::debug!(pid = w.pid, "worker started");
+                        Ok(w)
+                    }
+                    Err(why) => {
+                        st.live -= 1;
+                        st.last_loss = Some(why.clone());
+                        drop(st);
+                        self.inner.changed.notify_all();
+                        Err(Failure::new(FailureCode::WorkerCrashed, why))
+                    }
+                };
+            }
+            st = self.wait(st);
+        }
+    }
+
+    fn wait<'a>(&self, st: MutexGuard<'a, State>) -> MutexGuard<'a, State> {
+        self.inner
+            .changed
+            .wait_timeout(st, Duration::from_millis(250))
+            .map(|(g, _)| g)
+            .unwrap_or_else(|p| p.into_inner().0)
+    }
+
+    fn release(&self, worker: WorkerProcess) {
+        let mut st = self.lock();
+        if st.closed {
+            drop(st);
+            self.discard(worker, "the pool was shut down");
+            return;
+        }
+        st.idle.push(worker);
+        drop(st);
+        self.inner.changed.notify_one();
+    }
+
+    fn discard(&self, mut worker: WorkerProcess, why: &str) {
+        tracing::debug!(pid = worker.pid, why, "worker discarded");
+        worker.kill();
+        let mut st = self.lock();
+        st.live = st.live.saturating_sub(1);
+        st.pids.remove(&worker.pid);
+        st.last_loss = Some(why.to_string());
+        drop(st);
+        self.inner.changed.notify_all();
+    }
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        let st = match self.state.get_mut() {
+            Ok(s) => s,
+            Err(p) => p.into_inner(),
+        };
+        for w in st.idle.drain(..) {
+            w.shutdown();
+        }
+        for pid in st.pids.drain() {
+            kill_group(pid);
+        }
+    }
+}
+
+fn crashed(why: String) -> Failure {
+    Failure::new(FailureCode::WorkerCrashed, why).discard_worker()
+}

@@ -1,0 +1,444 @@
+//! One worker process seen from the host: spawn, handshake, invoke under a deadline, kill.
+
+use crate::bundle::ModuleBundle;
+use crate::engine::ConsoleLog;
+use crate::failure::{Failure, FailureCode};
+use crate::frame::{FrameError, read_frame, split_payload, write_frame};
+use crate::limits::{Limit, Limits};
+use crate::protocol::{Header, Message, PageLayout, encode_ends};
+use nix::sys::signal::{Signal, killpg};
+use nix::unistd::Pid;
+use std::collections::{BTreeMap, HashSet};
+use std::ffi::OsString;
+use std::io::{BufWriter, Read};
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// How to start a worker: a program and its arguments (e.g. `runx __worker`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct WorkerCommand {
+    /// The executable.
+    pub program: PathBuf,
+    /// Arguments before any the pool adds (none today).
+    pub args: Vec<OsString>,
+}
+
+impl WorkerCommand {
+    /// A command with no arguments.
+    pub fn new(program: impl Into<PathBuf>) -> WorkerCommand {
+        WorkerCommand {
+            program: program.into(),
+            args: Vec::new(),
+        }
+    }
+
+    /// Adds an argument.
+    pub fn arg(mut self, arg: impl Into<OsString>) -> WorkerCommand {
+        self.args.push(arg.into());
+        self
+    }
+}
+
+/// Records of one page as the host sends them.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct PagePayload {
+    /// `runx_page` metadata as JSON (everything but `records`).
+    pub meta: Vec<u8>,
+    /// End offset of each record in `blob`.
+    pub ends: Vec<u32>,
+    /// The records' bytes back to back.
+    pub blob: Vec<u8>,
+}
+
+/// One call to run in a worker.
+#[derive(Clone, Debug)]
+pub struct Call {
+    /// The modules.
+    pub bundle: Arc<ModuleBundle>,
+    /// The bundle's digest (computed once by the caller).
+    pub bundle_digest: String,
+    /// The export; default export when `None`.
+    pub export: Option<String>,
+    /// The input object as JSON text.
+    pub input: Vec<u8>,
+    /// The page, for paged runners.
+    pub page: Option<PagePayload>,
+    /// Declared environment values.
+    pub environment: BTreeMap<String, String>,
+    /// Limits for the call.
+    pub limits: Limits,
+    /// Whether the call may run again on another worker after a crash mid-call.
+    pub idempotent: bool,
+}
+
+impl Call {
+    /// A call of `export` (default when `None`) with `input` JSON, default limits, not
+    /// idempotent.
+    pub fn new(bundle: Arc<ModuleBundle>, export: Option<&str>, input: Vec<u8>) -> Call {
+        Call {
+            bundle_digest: bundle.digest(),
+            bundle,
+            export: export.map(str::to_string),
+            input,
+            page: None,
+            environment: BTreeMap::new(),
+            limits: Limits::default(),
+            idempotent: false,
+        }
+    }
+}
+
+/// A successful call.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Reply {
+    /// Output JSON text.
+    pub output: Vec<u8>,
+    /// Console output.
+    pub log: ConsoleLog,
+    /// The worker that served it.
+    pub worker_pid: u32,
+}
+
+/// How an invoke ended when it did not produce a reply.
+#[derive(Debug)]
+pub(crate) enum InvokeError {
+    /// The worker answered with a typed failure.
+    Failed(Failure, ConsoleLog),
+    /// The request never reached the worker: the call did not start.
+    NotSent(String),
+    /// The worker died or broke protocol after it may have started the call.
+    Lost(String),
+    /// No answer by the deadline; the worker was killed.
+    TimedOut,
+}
+
+type Replies = Receiver<Result<Vec<u8>, FrameError>>;
+
+/// A live worker process.
+pub(crate) struct WorkerProcess {
+    child: Child,
+    stdin: BufWriter<ChildStdin>,
+    replies: Replies,
+    stderr_tail: Arc<Mutex<Vec<u8>>>,
+    bundles: HashSet<String>,
+    next_call: u64,
+    pub(crate) pid: u32,
+}
+
+/// Bytes of worker stderr kept to explain a crash.
+const STDERR_TAIL_BYTES: usize = 4096;
+
+impl WorkerProcess {
+    /// Starts a worker with an empty environment in its own process group, and waits for
+    /// `ready` until `startup`.
+    pub(crate) fn spawn(
+        command: &WorkerCommand,
+        cwd: &Path,
+        startup: Duration,
+    ) -> Result<WorkerProcess, String> {
+        let mut child = Command::new(&command.program)
+            .args(&command.args)
+            .env_clear()
+            .current_dir(cwd)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .process_group(0)
+            .spawn()
+            .map_err(|e| {
+                format!(
+                    "cannot start the worker `{}`: {e}",
+                    command.program.display()
+                )
+            })?;
+        let pid = child.id();
+        let (Some(stdin), Some(mut stdout), Some(mut stderr)) =
+            (child.stdin.take(), child.stdout.take(), child.stderr.take())
+        else {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err("the worker's pipes could not be opened".to_string());
+        };
+        let (tx, replies) = mpsc::channel();
+        std::thread::Builder::new()
+            .name(format!("runx-worker-{pid}-out"))
+            .spawn(move || {
+                loop {
+                    match read_frame(&mut stdout) {
+                        Ok(Some(frame)) => {
+                            if tx.send(Ok(frame)).is_err() {
+                                return;
+                            }
+                        }
+                        Ok(None) => return,
+                        Err(e) => {
+                            let _ = tx.send(Err(e));
+                            return;
+                        }
+                    }
+                }
+            })
+            .map_err(|e| format!("cannot start a reader thread: {e}"))?;
+        let stderr_tail = Arc::new(Mutex::new(Vec::new()));
+        let tail = stderr_tail.clone();
+        std::thread::Builder::new()
+            .name(format!("runx-worker-{pid}-err"))
+            .spawn(move || {
+                let mut buf = [0u8; 1024];
+                while let Ok(n) = stderr.read(&mut buf) {
+                    if n == 0 {
+                        return;
+                    }
+                    if let Ok(mut t) = tail.lock() {
+                        t.extend_from_slice(&buf[..n]);
+                        let excess = t.len().saturating_sub(STDERR_TAIL_BYTES);
+                        t.drain(..excess);
+                    }
+                }
+            })
+            .map_err(|e| format!("cannot start a reader thread: {e}"))?;
+        let mut worker = WorkerProcess {
+            child,
+            stdin: BufWriter::with_capacity(64 * 1024, stdin),
+            replies,
+            stderr_tail,
+            bundles: HashSet::new(),
+            next_call: 1,
+            pid,
+        };
+        let hello = Header::new(0, Message::Hello).to_bytes();
+        if let Err(e) = write_frame(&mut worker.stdin, &hello, &[]) {
+            let why = worker.explain(&format!("the worker did not accept `hello`: {e}"));
+            worker.kill();
+            return Err(why);
+        }
+        match worker.next_reply(Instant::now() + startup) {
+            Ok((header, _)) if matches!(header.message, Message::Ready { .. }) => Ok(worker),
+            Ok((header, _)) => {
+                worker.kill();
+                Err(format!(
+                    "the worker answered `hello` with {:?} instead of `ready`",
+                    header.message
+                ))
+            }
+            Err(Wait::TimedOut) => {
+                worker.kill();
+                Err(format!(
+                    "the worker did not become ready within {} ms",
+                    startup.as_millis()
+                ))
+            }
+            Err(Wait::Broken(why)) => {
+                let why = worker.explain(&format!("the worker failed to start: {why}"));
+                worker.kill();
+                Err(why)
+            }
+        }
+    }
+
+    /// Sends one call and waits for its reply until the wall plus `grace`.
+    pub(crate) fn invoke(&mut self, call: &Call, grace: Duration) -> Result<Reply, InvokeError> {
+        let call_id = self.next_call;
+        self.next_call += 1;
+        let send_bundle = !self.bundles.contains(&call.bundle_digest);
+        let page_layout = call.page.as_ref().map(|p| PageLayout {
+            meta_len: p.meta.len() as u32,
+            record_count: p.ends.len() as u32,
+            blob_len: p.blob.len() as u32,
+        });
+        let header = Header::new(
+            call_id,
+            Message::Invoke {
+                bundle_digest: call.bundle_digest.clone(),
+                bundle: send_bundle.then(|| (*call.bundle).clone()),
+                export: call.export.clone(),
+                environment: call.environment.clone(),
+                limits: call.limits,
+                input_len: call.input.len() as u32,
+                page: page_layout,
+            },
+        )
+        .to_bytes();
+        let ends;
+        let mut tail: Vec<&[u8]> = vec![&call.input];
+        if let Some(p) = &call.page {
+            ends = encode_ends(&p.ends);
+            tail.extend([&p.meta[..], &ends[..], &p.blob[..]]);
+        }
+        let deadline = Instant::now() + call.limits.wall() + grace;
+        if let Err(e) = write_frame(&mut self.stdin, &header, &tail) {
+            return match e {
+                FrameError::TooLarge(n) => Err(InvokeError::Failed(
+                    Failure::limit(
+                        Limit::InputBytes,
+                        format!(
+                            "the request is {n} bytes, above the {}-byte frame maximum",
+                            crate::frame::MAX_FRAME_BYTES
+                        ),
+                    ),
+                    ConsoleLog::default(),
+                )),
+                other => Err(InvokeError::NotSent(
+                    self.explain(&format!("the worker did not take the request: {other}")),
+                )),
+            };
+        }
+        if send_bundle {
+            self.bundles.insert(call.bundle_digest.clone());
+        }
+        let (header, tail) = match self.next_reply(deadline) {
+            Ok(r) => r,
+            Err(Wait::TimedOut) => return Err(InvokeError::TimedOut),
+            Err(Wait::Broken(why)) => return Err(InvokeError::Lost(self.explain(&why))),
+        };
+        if header.call_id != call_id {
+            return Err(InvokeError::Lost(format!(
+                "the worker answered call {} while call {call_id} was pending",
+                header.call_id
+            )));
+        }
+        match header.message {
+            Message::Result { log } => Ok(Reply {
+                output: tail,
+                log,
+                worker_pid: self.pid,
+            }),
+            Message::Failure { failure, log } => {
+                if failure.code == FailureCode::InvalidRequest
+                    && failure.message.contains("not cached")
+                {
+                    self.bundles.remove(&call.bundle_digest);
+                }
+                Err(InvokeError::Failed(failure, log))
+            }
+            other => Err(InvokeError::Lost(format!(
+                "the worker answered an invoke with {other:?}"
+            ))),
+        }
+    }
+
+    /// Whether the process has already exited (checked before handing it a call).
+    pub(crate) fn has_exited(&mut self) -> bool {
+        !matches!(self.child.try_wait(), Ok(None))
+    }
+
+    /// Sends a health check and waits for the echo.
+    pub(crate) fn health(&mut self, nonce: u64, timeout: Duration) -> Result<(), String> {
+        let h = Header::new(0, Message::Health { nonce }).to_bytes();
+        write_frame(&mut self.stdin, &h, &[]).map_err(|e| e.to_string())?;
+        match self.next_reply(Instant::now() + timeout) {
+            Ok((header, _)) => match header.message {
+                Message::Healthy { nonce: n } if n == nonce => Ok(()),
+                other => Err(format!("unexpected health answer {other:?}")),
+            },
+            Err(Wait::TimedOut) => Err("no health answer in time".to_string()),
+            Err(Wait::Broken(why)) => Err(why),
+        }
+    }
+
+    fn next_reply(&mut self, deadline: Instant) -> Result<(Header, Vec<u8>), Wait> {
+        let wait = deadline.saturating_duration_since(Instant::now());
+        let frame = match self.replies.recv_timeout(wait) {
+            Ok(Ok(frame)) => frame,
+            Ok(Err(e)) => return Err(Wait::Broken(format!("broken frame from the worker: {e}"))),
+            Err(RecvTimeoutError::Timeout) => return Err(Wait::TimedOut),
+            Err(RecvTimeoutError::Disconnected) => {
+                return Err(Wait::Broken(self.exit_description()));
+            }
+        };
+        let (head, tail) =
+            split_payload(&frame).map_err(|e| Wait::Broken(format!("malformed reply: {e}")))?;
+        let header: Header = serde_json::from_slice(head)
+            .map_err(|e| Wait::Broken(format!("unreadable reply header: {e}")))?;
+        if header.v != crate::protocol::PROTOCOL_VERSION {
+            return Err(Wait::Broken(format!(
+                "the worker speaks protocol version {}",
+                header.v
+            )));
+        }
+        Ok((header, tail.to_vec()))
+    }
+
+    fn exit_description(&mut self) -> String {
+        // The pipe closed; give the process a moment to be reapable so the signal is known.
+        for _ in 0..50 {
+            match self.child.try_wait() {
+                Ok(Some(status)) => {
+                    use std::os::unix::process::ExitStatusExt;
+                    return match status.signal() {
+                        Some(sig) => format!(
+                            "the worker process died from signal {} ({})",
+                            sig,
+                            Signal::try_from(sig).map(|s| s.as_str()).unwrap_or("?")
+                        ),
+                        None => format!("the worker process exited with {status}"),
+                    };
+                }
+                Ok(None) => std::thread::sleep(Duration::from_millis(2)),
+                Err(_) => break,
+            }
+        }
+        "the worker closed its output".to_string()
+    }
+
+    /// Appends the tail of the worker's stderr, if any, to a message.
+    fn explain(&self, why: &str) -> String {
+        let tail = self
+            .stderr_tail
+            .lock()
+            .map(|t| String::from_utf8_lossy(&t).trim().to_string())
+            .unwrap_or_default();
+        if tail.is_empty() {
+            why.to_string()
+        } else {
+            format!("{why} (worker stderr: {tail})")
+        }
+    }
+
+    /// Asks the worker to exit, then makes sure it did.
+    pub(crate) fn shutdown(mut self) {
+        let bye = Header::new(0, Message::Shutdown).to_bytes();
+        let _ = write_frame(&mut self.stdin, &bye, &[]);
+        let deadline = Instant::now() + Duration::from_millis(200);
+        while Instant::now() < deadline {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                // The process group may still hold nothing; kill is harmless then.
+                self.kill();
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        self.kill();
+    }
+
+    /// Kills the worker's whole process group and reaps it.
+    pub(crate) fn kill(&mut self) {
+        kill_group(self.pid);
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Sends SIGKILL to the process group led by `pid`.
+pub(crate) fn kill_group(pid: u32) {
+    if let Ok(pid) = i32::try_from(pid) {
+        let _ = killpg(Pid::from_raw(pid), Signal::SIGKILL);
+    }
+}
+
+impl Drop for WorkerProcess {
+    fn drop(&mut self) {
+        if let Ok(None) = self.child.try_wait() {
+            self.kill();
+        }
+    }
+}
+
+enum Wait {
+    TimedOut,
+    Broken(String),
+}

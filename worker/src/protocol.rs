@@ -1,0 +1,171 @@
+//! The messages host and worker exchange, and how their binary tails are laid out.
+//!
+//! Every header carries the protocol version `v` and a `call_id`; replies echo the `call_id` of
+//! the request they answer.
+
+use crate::bundle::ModuleBundle;
+use crate::engine::ConsoleLog;
+use crate::failure::Failure;
+use crate::limits::Limits;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// The protocol version this build speaks.
+pub const PROTOCOL_VERSION: u32 = 1;
+
+/// A frame header: version, correlation id and the message.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Header {
+    /// Protocol version.
+    pub v: u32,
+    /// Correlates a reply with its request; 0 for messages outside any call.
+    #[serde(default)]
+    pub call_id: u64,
+    /// The message itself.
+    #[serde(flatten)]
+    pub message: Message,
+}
+
+/// Sizes of the page parts in an invoke tail.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PageLayout {
+    /// Bytes of the `runx_page` metadata JSON.
+    pub meta_len: u32,
+    /// Number of records (entries of the end-offset table, 4 bytes little-endian each).
+    pub record_count: u32,
+    /// Bytes of concatenated records.
+    pub blob_len: u32,
+}
+
+/// The messages of the protocol.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Message {
+    /// Host → worker, first message: the host's protocol version.
+    Hello,
+    /// Worker → host: ready to serve, with the engine it runs.
+    Ready {
+        /// Engine name.
+        engine: String,
+        /// The worker's process id.
+        pid: u32,
+    },
+    /// Host → worker: run an export. Tail: input JSON, then (for pages) metadata JSON, the
+    /// record end-offset table and the record bytes.
+    Invoke {
+        /// Digest of the module bundle to use.
+        bundle_digest: String,
+        /// The bundle itself, sent the first time a worker needs it.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        bundle: Option<ModuleBundle>,
+        /// The export; default export when absent.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        export: Option<String>,
+        /// Declared environment values.
+        #[serde(default)]
+        environment: BTreeMap<String, String>,
+        /// The limits for this call.
+        limits: Limits,
+        /// Bytes of input JSON at the start of the tail.
+        input_len: u32,
+        /// Layout of the page parts following the input, for paged calls.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        page: Option<PageLayout>,
+    },
+    /// Worker → host: the call succeeded; tail is the output JSON.
+    Result {
+        /// Console output of the call.
+        log: ConsoleLog,
+    },
+    /// Worker → host: the call (or the request) failed.
+    Failure {
+        /// What failed.
+        failure: Failure,
+        /// Console output up to the failure.
+        #[serde(default)]
+        log: ConsoleLog,
+    },
+    /// Host → worker: are you alive?
+    Health {
+        /// Echoed back.
+        nonce: u64,
+    },
+    /// Worker → host: the echo of a health check.
+    Healthy {
+        /// The nonce received.
+        nonce: u64,
+    },
+    /// Host → worker: exit now.
+    Shutdown,
+}
+
+impl Header {
+    /// A header of the current version.
+    pub fn new(call_id: u64, message: Message) -> Header {
+        Header {
+            v: PROTOCOL_VERSION,
+            call_id,
+            message,
+        }
+    }
+
+    /// The header as JSON bytes.
+    pub fn to_bytes(&self) -> Vec<u8> {
+        // Serializing these plain data types cannot fail.
+        serde_json::to_vec(self).unwrap_or_default()
+    }
+}
+
+/// Encodes a record end-offset table.
+pub fn encode_ends(ends: &[u32]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(ends.len() * 4);
+    for e in ends {
+        out.extend_from_slice(&e.to_le_bytes());
+    }
+    out
+}
+
+/// Decodes a record end-offset table, checking it is non-decreasing and within `blob_len`.
+pub fn decode_ends(bytes: &[u8], blob_len: usize) -> Option<Vec<u32>> {
+    if !bytes.len().is_multiple_of(4) {
+        return None;
+    }
+    let mut prev = 0u32;
+    let mut out = Vec::with_capacity(bytes.len() / 4);
+    for c in bytes.chunks_exact(4) {
+        let e = u32::from_le_bytes([c[0], c[1], c[2], c[3]]);
+        if e < prev || e as usize > blob_len {
+            return None;
+        }
+        prev = e;
+        out.push(e);
+    }
+    Some(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn headers_carry_version_and_call_id() {
+        let h = Header::new(7, Message::Health { nonce: 9 });
+        let v: serde_json::Value = serde_json::from_slice(&h.to_bytes()).unwrap();
+        assert_eq!(v["v"], 1);
+        assert_eq!(v["call_id"], 7);
+        assert_eq!(v["type"], "health");
+        let back: Header = serde_json::from_slice(&h.to_bytes()).unwrap();
+        assert_eq!(back, h);
+    }
+
+    #[test]
+    fn end_tables_are_validated() {
+        assert_eq!(
+            decode_ends(&encode_ends(&[1, 5, 5, 9]), 9),
+            Some(vec![1, 5, 5, 9])
+        );
+        assert_eq!(decode_ends(&encode_ends(&[5, 1]), 9), None);
+        assert_eq!(decode_ends(&encode_ends(&[10]), 9), None);
+        assert_eq!(decode_ends(&[1, 2, 3], 9), None);
+    }
+}

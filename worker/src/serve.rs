@@ -1,0 +1,302 @@
+//! The worker process: sandbox set-up and the request loop.
+//!
+//! Started by the pool as `runx __worker` (or the `runx-worker` binary). Stdout carries frames
+//! and nothing else; console output travels inside results.
+
+use crate::bundle::ModuleBundle;
+use crate::engine::{ConsoleLog, Engine, EngineCall, PageInput};
+use crate::failure::{Failure, FailureCode};
+use crate::frame::{FrameError, read_frame, split_payload, write_frame};
+use crate::protocol::{Header, Message, PROTOCOL_VERSION, decode_ends};
+use std::collections::HashMap;
+use std::io::{self, Read, Write};
+use std::sync::Arc;
+
+/// Bundles a worker keeps, by digest, before it forgets the oldest.
+const BUNDLE_CACHE_ENTRIES: usize = 16;
+/// Open files the worker may hold: stdio and a little slack for the runtime.
+const MAX_OPEN_FILES: u64 = 16;
+/// Address space cap: the 64 MiB heap, 16 MiB frames and their copies fit easily.
+const ADDRESS_SPACE_BYTES: u64 = 2 * 1024 * 1024 * 1024;
+
+/// Why the worker stopped serving.
+#[derive(Debug, thiserror::Error)]
+pub enum ServeError {
+    /// The environment was not empty, so the host did not isolate the worker.
+    #[error(
+        "refusing to run: the worker's environment must be empty (found {0}); it is started by the runx host, not by hand"
+    )]
+    Environment(String),
+    /// An OS limit could not be set.
+    #[error("cannot set resource limit {0}: {1}")]
+    Rlimit(&'static str, nix::Error),
+    /// The frame stream broke.
+    #[error(transparent)]
+    Frame(#[from] FrameError),
+    /// The host spoke another protocol version.
+    #[error("the host speaks protocol version {0}; this worker speaks {PROTOCOL_VERSION}")]
+    Version(u32),
+}
+
+/// Entry point of a worker process: checks the environment, sets OS limits, serves stdin/stdout
+/// with the QuickJS engine until shutdown or end of input. Returns the process exit code.
+pub fn worker_main() -> i32 {
+    match sandbox().and_then(|()| {
+        let mut engine = crate::quickjs::QuickJs::new();
+        serve(&mut engine, io::stdin().lock(), io::stdout().lock())
+    }) {
+        Ok(()) => 0,
+        Err(e) => {
+            eprintln!("runx worker: {e}");
+            2
+        }
+    }
+}
+
+/// Refuses a non-empty environment, pins the time zone and applies rlimits.
+#[allow(unsafe_code)]
+fn sandbox() -> Result<(), ServeError> {
+    if let Some((k, _)) = std::env::vars_os().next() {
+        return Err(ServeError::Environment(k.to_string_lossy().into_owned()));
+    }
+    // SAFETY: called first thing in the worker process, before any other thread exists, so no
+    // other code can be reading the environment concurrently. TZ=UTC makes local-time Date
+    // methods identical on every host.
+    unsafe { std::env::set_var("TZ", "UTC") };
+    use nix::sys::resource::{Resource, setrlimit};
+    let limits = [
+        (Resource::RLIMIT_CORE, 0, "RLIMIT_CORE"),
+        (Resource::RLIMIT_FSIZE, 0, "RLIMIT_FSIZE"),
+        (Resource::RLIMIT_NOFILE, MAX_OPEN_FILES, "RLIMIT_NOFILE"),
+        (Resource::RLIMIT_AS, ADDRESS_SPACE_BYTES, "RLIMIT_AS"),
+    ];
+    for (resource, value, name) in limits {
+        setrlimit(resource, value, value).map_err(|e| ServeError::Rlimit(name, e))?;
+    }
+    Ok(())
+}
+
+/// Serves frames from `input` until `shutdown` or a clean end of input.
+pub fn serve(
+    engine: &mut dyn Engine,
+    mut input: impl Read,
+    mut output: impl Write,
+) -> Result<(), ServeError> {
+    let mut bundles: HashMap<String, Arc<ModuleBundle>> = HashMap::new();
+    let out = |w: &mut dyn Write, call_id, message, tail: &[&[u8]]| {
+        write_frame(w, &Header::new(call_id, message).to_bytes(), tail)
+    };
+    let reject = |failure: Failure| Message::Failure {
+        failure,
+        log: ConsoleLog::default(),
+    };
+    loop {
+        let payload = match read_frame(&mut input) {
+            Ok(Some(p)) => p,
+            Ok(None) => return Ok(()),
+            Err(e) => {
+                // The stream cannot be resynchronised after a bad frame: answer, then stop.
+                let f = Failure::new(FailureCode::InvalidRequest, e.to_string()).discard_worker();
+                let _ = out(&mut output, 0, reject(f), &[]);
+                return Err(e.into());
+            }
+        };
+        let (head, tail) = match split_payload(&payload) {
+            Ok(x) => x,
+            Err(e) => {
+                let f = Failure::new(FailureCode::InvalidRequest, e.to_string());
+                out(&mut output, 0, reject(f), &[])?;
+                continue;
+            }
+        };
+        let header: Header = match serde_json::from_slice(head) {
+            Ok(h) => h,
+            Err(e) => {
+                let value: serde_json::Value = serde_json::from_slice(head).unwrap_or_default();
+                let call_id = value.get("call_id").and_then(|c| c.as_u64()).unwrap_or(0);
+                let kind = value.get("type").and_then(|t| t.as_str()).unwrap_or("?");
+                let f = Failure::new(
+                    FailureCode::InvalidRequest,
+                    format!("unknown or malformed message `{kind}`: {e}"),
+                );
+                out(&mut output, call_id, reject(f), &[])?;
+                continue;
+            }
+        };
+        let id = header.call_id;
+        if header.v != PROTOCOL_VERSION {
+            let f = Failure::new(
+                FailureCode::InvalidRequest,
+                format!(
+                    "protocol version {} is not supported; this worker speaks {PROTOCOL_VERSION}",
+                    header.v
+                ),
+            );
+            out(&mut output, id, reject(f), &[])?;
+            if matches!(header.message, Message::Hello) {
+                return Err(ServeError::Version(header.v));
+            }
+            continue;
+        }
+        match header.message {
+            Message::Hello => {
+                let ready = Message::Ready {
+                    engine: engine.name().to_string(),
+                    pid: std::process::id(),
+                };
+                out(&mut output, id, ready, &[])?;
+            }
+            Message::Health { nonce } => out(&mut output, id, Message::Healthy { nonce }, &[])?,
+            Message::Shutdown => return Ok(()),
+            Message::Invoke {
+                bundle_digest,
+                bundle,
+                export,
+                environment,
+                limits,
+                input_len,
+                page,
+            } => {
+                let limits = limits.narrow();
+                let reply = (|| {
+                    let bundle = cached_bundle(&mut bundles, &bundle_digest, bundle, &limits)?;
+                    let bad_tail = || {
+                        Failure::new(
+                            FailureCode::InvalidRequest,
+                            "the invoke tail is shorter than its declared layout",
+                        )
+                    };
+                    let (input, rest) = tail
+                        .split_at_checked(input_len as usize)
+                        .ok_or_else(bad_tail)?;
+                    let mut ends_storage = Vec::new();
+                    let page = match page {
+                        None => None,
+                        Some(layout) => {
+                            let (meta, rest) = rest
+                                .split_at_checked(layout.meta_len as usize)
+                                .ok_or_else(bad_tail)?;
+                            let (table, blob) = rest
+                                .split_at_checked(layout.record_count as usize * 4)
+                                .ok_or_else(bad_tail)?;
+                            if blob.len() != layout.blob_len as usize {
+                                return Err(bad_tail());
+                            }
+                            ends_storage = decode_ends(table, blob.len()).ok_or_else(|| {
+                                Failure::new(
+                                    FailureCode::InvalidRequest,
+                                    "the page's record offset table is malformed",
+                                )
+                            })?;
+                            Some((meta, blob))
+                        }
+                    };
+                    let total = tail.len();
+                    if total > limits.input_bytes {
+                        return Err(Failure::limit(
+                            crate::limits::Limit::InputBytes,
+                            format!(
+                                "the call's input is {total} bytes; the limit is {} bytes",
+                                limits.input_bytes
+                            ),
+                        ));
+                    }
+                    let call = EngineCall {
+                        bundle: &bundle,
+                        export: export.as_deref(),
+                        input,
+                        page: page.map(|(meta, blob)| PageInput {
+                            meta,
+                            blob,
+                            ends: &ends_storage,
+                        }),
+                        environment: &environment,
+                        limits,
+                    };
+                    Ok(call_engine(engine, &call))
+                })();
+                match reply {
+                    Ok(Ok((bytes, log))) => {
+                        out(&mut output, id, Message::Result { log }, &[&bytes])?
+                    }
+                    Ok(Err((failure, log))) => {
+                        out(&mut output, id, Message::Failure { failure, log }, &[])?
+                    }
+                    Err(failure) => out(&mut output, id, reject(failure), &[])?,
+                }
+            }
+            other @ (Message::Ready { .. }
+            | Message::Result { .. }
+            | Message::Failure { .. }
+            | Message::Healthy { .. }) => {
+                let f = Failure::new(
+                    FailureCode::InvalidRequest,
+                    format!(
+                        "a worker does not accept `{}` messages",
+                        message_name(&other)
+                    ),
+                );
+                out(&mut output, id, reject(f), &[])?;
+            }
+        }
+    }
+}
+
+type Called = Result<(Vec<u8>, ConsoleLog), (Failure, ConsoleLog)>;
+
+fn call_engine(engine: &mut dyn Engine, call: &EngineCall<'_>) -> Called {
+    engine.call(call).map(|o| (o.output, o.log))
+}
+
+fn message_name(m: &Message) -> &'static str {
+    match m {
+        Message::Hello => "hello",
+        Message::Ready { .. } => "ready",
+        Message::Invoke { .. } => "invoke",
+        Message::Result { .. } => "result",
+        Message::Failure { .. } => "failure",
+        Message::Health { .. } => "health",
+        Message::Healthy { .. } => "healthy",
+        Message::Shutdown => "shutdown",
+    }
+}
+
+/// Finds the bundle by digest, or admits the one sent along after checking its digest and size.
+fn cached_bundle(
+    cache: &mut HashMap<String, Arc<ModuleBundle>>,
+    digest: &str,
+    sent: Option<ModuleBundle>,
+    limits: &crate::limits::Limits,
+) -> Result<Arc<ModuleBundle>, Failure> {
+    if let Some(b) = cache.get(digest) {
+        return Ok(b.clone());
+    }
+    let Some(bundle) = sent else {
+        return Err(Failure::new(
+            FailureCode::InvalidRequest,
+            format!("bundle {digest} is not cached in this worker and was not sent"),
+        ));
+    };
+    if bundle.digest() != digest {
+        return Err(Failure::new(
+            FailureCode::InvalidRequest,
+            format!("the bundle sent does not match its digest {digest}"),
+        ));
+    }
+    if bundle.source_bytes() > limits.source_bytes {
+        return Err(Failure::limit(
+            crate::limits::Limit::SourceBytes,
+            format!(
+                "the module bundle holds {} bytes of source; the limit is {} bytes",
+                bundle.source_bytes(),
+                limits.source_bytes
+            ),
+        ));
+    }
+    if cache.len() >= BUNDLE_CACHE_ENTRIES {
+        cache.clear();
+    }
+    let bundle = Arc::new(bundle);
+    cache.insert(digest.to_string(), bundle.clone());
+    Ok(bundle)
+}

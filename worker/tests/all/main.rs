@@ -1,0 +1,17 @@
+//! Integration tests of the worker crate: engine conformance (run once per engine) and the
+//! pool driving real worker processes.
+
+mod conformance;
+mod pool;
+mod protocol;
+
+use runx_worker::bundle::ModuleBundle;
+use std::sync::Arc;
+
+/// A bundle with one entry module `main.mjs` holding `source`.
+pub fn single(source: &str) -> Arc<ModuleBundle> {
+    Arc::new(ModuleBundle::from_sources(
+        "main.mjs",
+        [("main.mjs", source)],
+    ))
+}

@@ -1,0 +1,265 @@
+//! The pool driving real worker processes (the `runx-worker` binary).
+
+use super::single;
+use runx_worker::failure::FailureCode;
+use runx_worker::limits::{Limit, Limits};
+use runx_worker::pool::{Pool, PoolConfig};
+use runx_worker::process::{Call, WorkerCommand};
+use serde_json::{Value, json};
+use std::time::{Duration, Instant};
+
+pub fn worker_command() -> WorkerCommand {
+    WorkerCommand::new(env!("CARGO_BIN_EXE_runx-worker"))
+}
+
+fn pool(size: usize) -> Pool {
+    Pool::new(PoolConfig::new(worker_command()).size(size)).unwrap()
+}
+
+fn call(source: &str, input: Value) -> Call {
+    Call::new(single(source), None, serde_json::to_vec(&input).unwrap())
+}
+
+fn out(r: &runx_worker::process::Reply) -> Value {
+    serde_json::from_slice(&r.output).unwrap()
+}
+
+fn pid_alive(pid: u32) -> bool {
+    std::path::Path::new(&format!("/proc/{pid}")).exists()
+        && !std::fs::read_to_string(format!("/proc/{pid}/stat"))
+            .unwrap_or_default()
+            .contains(") Z ")
+}
+
+#[test]
+fn calls_are_served_and_workers_reused() {
+    let p = pool(1);
+    let c = call("export default (i) => ({ y: i.x + 1 });", json!({"x": 1}));
+    let a = p.call(&c).unwrap();
+    let b = p.call(&c).unwrap();
+    assert_eq!(out(&a), json!({"y": 2}));
+    assert_eq!(a.worker_pid, b.worker_pid, "the warm worker is reused");
+    assert_eq!(p.health_check(), 1);
+}
+
+#[test]
+fn worker_environment_is_empty_and_console_never_reaches_stdout() {
+    let p = pool(1);
+    let c = call(
+        "export default () => { console.log('to the log'); return { tz: new Date(0).getHours(), off: new Date(0).getTimezoneOffset() }; };",
+        json!({}),
+    );
+    let r = p.call(&c).unwrap();
+    assert_eq!(out(&r), json!({"tz": 0, "off": 0}));
+    assert_eq!(r.log.lines[0].message, "to the log");
+}
+
+#[test]
+fn infinite_loop_times_out_and_the_pool_answers_next() {
+    let p = pool(1);
+    let mut c = call("export default () => { while (true) {} };", json!({}));
+    c.limits = Limits::default().with_wall(Duration::from_secs(1));
+    let started = Instant::now();
+    let e = p.call(&c).unwrap_err();
+    assert_eq!(e.failure.code, FailureCode::ResourceLimit);
+    assert_eq!(e.failure.limit, Some(Limit::WallMilliseconds));
+    assert!(
+        started.elapsed() < Duration::from_secs(2),
+        "{:?}",
+        started.elapsed()
+    );
+    let ok = p
+        .call(&call("export default () => ({ ok: true });", json!({})))
+        .unwrap();
+    assert_eq!(out(&ok), json!({"ok": true}));
+}
+
+#[test]
+fn allocation_bomb_leaves_host_unharmed() {
+    let p = pool(1);
+    let e = p
+        .call(&call(
+            "export default () => { const a = new Array(1e9).fill(1); return {}; };",
+            json!({}),
+        ))
+        .unwrap_err();
+    assert_eq!(e.failure.limit, Some(Limit::HeapBytes), "{}", e.failure);
+    let ok = p
+        .call(&call("export default () => ({ ok: 1 });", json!({})))
+        .unwrap();
+    assert_eq!(out(&ok), json!({"ok": 1}));
+}
+
+#[test]
+fn killed_worker_fails_the_call_and_is_replaced() {
+    let p = pool(1);
+    // Learn the worker's pid, then kill it while it spins.
+    let first = p
+        .call(&call("export default () => ({});", json!({})))
+        .unwrap();
+    let pid = first.worker_pid;
+    let killer = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(300));
+        let _ = nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(pid as i32),
+            nix::sys::signal::Signal::SIGKILL,
+        );
+    });
+    let mut spin = call("export default () => { while (true) {} };", json!({}));
+    spin.limits = Limits::default().with_wall(Duration::from_secs(5));
+    let e = p.call(&spin).unwrap_err();
+    killer.join().unwrap();
+    assert_eq!(e.failure.code, FailureCode::WorkerCrashed, "{}", e.failure);
+    assert!(
+        e.failure.message.contains("signal 9"),
+        "{}",
+        e.failure.message
+    );
+    let next = p
+        .call(&call("export default () => ({ ok: 1 });", json!({})))
+        .unwrap();
+    assert_eq!(out(&next), json!({"ok": 1}));
+    assert_ne!(next.worker_pid, pid);
+    assert!(!pid_alive(pid));
+}
+
+#[test]
+fn restart_budget_exhaustion_is_a_clear_error() {
+    let mut cfg = PoolConfig::new(worker_command()).size(1);
+    cfg.restart_budget = 1;
+    cfg.backoff = Duration::from_millis(1);
+    let p = Pool::new(cfg).unwrap();
+    let kill_current = |p: &Pool| {
+        for pid in p.worker_pids() {
+            let _ = nix::sys::signal::kill(
+                nix::unistd::Pid::from_raw(pid as i32),
+                nix::sys::signal::Signal::SIGKILL,
+            );
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    let trivial = call("export default () => ({});", json!({}));
+    p.call(&trivial).unwrap();
+    kill_current(&p);
+    // The dead idle worker is noticed before the call is handed to it; the call moves on to
+    // the one replacement the budget allows.
+    p.call(&trivial).unwrap();
+    kill_current(&p);
+    let started = Instant::now();
+    let e = p.call(&trivial).unwrap_err();
+    assert_eq!(e.failure.code, FailureCode::WorkerCrashed);
+    assert!(
+        e.failure.message.contains("restart budget"),
+        "{}",
+        e.failure.message
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(2),
+        "no busy wait or long stall"
+    );
+    // And it stays a clear error, not a spin.
+    let e = p.call(&trivial).unwrap_err();
+    assert!(e.failure.message.contains("restart budget"));
+}
+
+#[test]
+fn idempotent_calls_are_retried_after_a_crash() {
+    let p = pool(1);
+    let first = p
+        .call(&call("export default () => ({});", json!({})))
+        .unwrap();
+    let pid = first.worker_pid;
+    let killer = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(300));
+        let _ = nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(pid as i32),
+            nix::sys::signal::Signal::SIGKILL,
+        );
+    });
+    // Spins only on the first worker (its pid is in the input); the retry on a fresh worker
+    // returns at once.
+    let mut c = call(
+        "export default (i, c) => { if (i.spin) { const t = Date.now(); let n = 0; while (n < 4e9) n++; } return { ok: 1 }; };",
+        json!({"spin": true}),
+    );
+    c.idempotent = true;
+    c.limits = Limits::default().with_wall(Duration::from_secs(2));
+    let r = p.call(&c);
+    killer.join().unwrap();
+    // The retry spins too and hits the wall: what matters is that it ran on a new worker and
+    // produced a typed limit failure, not `worker_crashed`.
+    let e = r.unwrap_err();
+    assert_eq!(
+        e.failure.limit,
+        Some(Limit::WallMilliseconds),
+        "{}",
+        e.failure
+    );
+}
+
+#[test]
+fn concurrent_calls_do_not_cross() {
+    let p = pool(2);
+    let handles: Vec<_> = (0..4)
+        .map(|n| {
+            let p = p.clone();
+            std::thread::spawn(move || {
+                let c = call(
+                    "export default (i) => { let s = 0; for (let k = 0; k < 2e6; k++) s += k % 7; return { n: i.n, s }; };",
+                    json!({"n": n}),
+                );
+                out(&p.call(&c).unwrap())
+            })
+        })
+        .collect();
+    for (n, h) in handles.into_iter().enumerate() {
+        assert_eq!(h.join().unwrap()["n"], n);
+    }
+    assert!(p.worker_pids().len() <= 2);
+}
+
+#[test]
+fn async_callers_share_the_pool() {
+    let p = pool(2);
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let results = rt.block_on(async {
+        let mut tasks = Vec::new();
+        for n in 0..4 {
+            let p = p.clone();
+            tasks.push(tokio::spawn(async move {
+                p.call_async(call("export default (i) => ({ n: i.n });", json!({"n": n})))
+                    .await
+                    .map(|r| out(&r))
+            }));
+        }
+        let mut v = Vec::new();
+        for t in tasks {
+            v.push(t.await.unwrap().unwrap());
+        }
+        v
+    });
+    for (n, v) in results.iter().enumerate() {
+        assert_eq!(v["n"], n);
+    }
+}
+
+#[test]
+fn kill_all_stops_workers_and_refuses_calls() {
+    let p = pool(1);
+    p.call(&call("export default () => ({});", json!({})))
+        .unwrap();
+    let pids = p.worker_pids();
+    p.kill_all();
+    std::thread::sleep(Duration::from_millis(100));
+    for pid in pids {
+        assert!(!pid_alive(pid), "worker {pid} survived kill_all");
+    }
+    let e = p
+        .call(&call("export default () => ({});", json!({})))
+        .unwrap_err();
+    assert!(e.failure.message.contains("shut down"));
+}
