@@ -1,1 +1,257 @@
-fn main() {}
+//! `runx`: run skill packages from a shell. Flag parsing and presentation only; the behaviour
+//! lives in `runx-runtime` and `runx-worker`.
+
+use clap::{Parser, Subcommand};
+use runx_runtime::inputs::{parse_kv, parse_object};
+use runx_runtime::{RunError, RunOutcome, RunRequest, Runtime};
+use serde_json::{Map, Value, json};
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::Arc;
+
+mod inspect;
+
+/// Exit code for usage and input errors.
+const EXIT_USAGE: u8 = 64;
+
+#[derive(Parser)]
+#[command(
+    name = "runx",
+    version,
+    about = "A deterministic, sandboxed JavaScript skill runtime"
+)]
+struct Cli {
+    /// Log more (repeat for more detail); RUST_LOG also works.
+    #[arg(short, long, action = clap::ArgAction::Count, global = true)]
+    verbose: u8,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run one runner of a skill package, or `runx skill inspect DIR` to describe it.
+    Skill(SkillArgs),
+    /// Run the fixture cases of skill packages.
+    Harness(HarnessArgs),
+    /// The worker process (started by runx itself).
+    #[command(name = "__worker", hide = true)]
+    Worker,
+}
+
+#[derive(clap::Args)]
+struct SkillArgs {
+    /// The skill package directory (or `inspect` followed by the directory).
+    dir: PathBuf,
+    /// The runner to run; the package's default runner when omitted.
+    runner: Option<String>,
+    /// Read the input object from a JSON file in the working directory, or `-` for stdin.
+    #[arg(long, value_name = "FILE|-")]
+    inputs: Option<String>,
+    /// One input as KEY=VALUE (VALUE is parsed as JSON when it is valid JSON, else a string).
+    #[arg(short = 'i', long = "input", value_name = "KEY=VALUE")]
+    input: Vec<String>,
+    /// Print one JSON object with status, output, receipt and error on stdout.
+    #[arg(long)]
+    json: bool,
+    /// Write the receipt under DIR instead of `.runx/receipts` of the working directory.
+    #[arg(long, value_name = "DIR")]
+    receipt_dir: Option<PathBuf>,
+}
+
+#[derive(clap::Args)]
+struct HarnessArgs {
+    /// Package directories, fixture files, or directories of packages.
+    #[arg(required = true)]
+    paths: Vec<PathBuf>,
+    /// Print a JSON report on stdout.
+    #[arg(long)]
+    json: bool,
+}
+
+fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(c) => c,
+        Err(e) => {
+            let code = if e.use_stderr() { EXIT_USAGE } else { 0 };
+            let _ = e.print();
+            return ExitCode::from(code);
+        }
+    };
+    if let Command::Worker = cli.command {
+        return ExitCode::from(runx_worker::serve::worker_main() as u8);
+    }
+    init_tracing(cli.verbose);
+    match cli.command {
+        Command::Skill(args) => skill(args),
+        Command::Harness(args) => harness(args),
+        Command::Worker => ExitCode::SUCCESS,
+    }
+}
+
+fn init_tracing(verbose: u8) {
+    let default = match verbose {
+        0 => "warn",
+        1 => "info",
+        2 => "debug",
+        _ => "trace",
+    };
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .try_init();
+}
+
+/// The runtime of this process, with Ctrl-C wired to kill its workers and subprocesses.
+fn runtime() -> Arc<Runtime> {
+    let worker = runx_worker::process::WorkerCommand::new(
+        std::env::current_exe().unwrap_or_else(|_| PathBuf::from("runx")),
+    )
+    .arg("__worker");
+    let worker = match std::env::var_os(runx_runtime::runtime::WORKER_ENV) {
+        Some(p) => runx_worker::process::WorkerCommand::new(p),
+        None => worker,
+    };
+    let rt = Arc::new(Runtime::new(worker));
+    let handler = rt.clone();
+    if let Err(e) = ctrlc::set_handler(move || handler.interrupt()) {
+        tracing::warn!("cannot install the Ctrl-C handler: {e}");
+    }
+    rt
+}
+
+fn usage(message: &str) -> ExitCode {
+    eprintln!("runx: {message}");
+    ExitCode::from(EXIT_USAGE)
+}
+
+fn skill(args: SkillArgs) -> ExitCode {
+    if args.dir.as_os_str() == "inspect" {
+        if let Some(dir) = &args.runner {
+            return inspect::inspect(Path::new(dir), args.json);
+        }
+    }
+    let inputs = match read_inputs(&args) {
+        Ok(i) => i,
+        Err(e) => {
+            if args.json {
+                print_json(&json!({
+                    "status": "failure", "skill": null, "runner": args.runner,
+                    "output": null, "receipt": null, "error": e,
+                }));
+            }
+            return usage(&e.message);
+        }
+    };
+    let rt = runtime();
+    let mut req = RunRequest::new(&args.dir, inputs);
+    req.runner = args.runner.clone();
+    req.receipt_dir = args.receipt_dir.clone();
+    let outcome = rt.run(&req);
+    report(&outcome, args.json);
+    ExitCode::from(outcome.exit_code() as u8)
+}
+
+fn report(o: &RunOutcome, as_json: bool) {
+    let receipt_path = o.receipt_path.as_ref().map(|p| p.display().to_string());
+    if as_json {
+        print_json(&json!({
+            "status": o.status(),
+            "skill": o.skill,
+            "runner": o.runner,
+            "output": o.output,
+            "receipt": receipt_path,
+            "error": o.error,
+        }));
+        return;
+    }
+    for line in &o.log.lines {
+        eprintln!("[{}] {}", line.level, line.message);
+    }
+    match (&o.output, &o.error) {
+        (Some(out), _) => {
+            eprintln!(
+                "runx: {} {} sealed in {} ms (receipt {})",
+                o.skill,
+                o.runner,
+                o.receipt.duration_ms,
+                receipt_path.as_deref().unwrap_or("not written")
+            );
+            println!("{}", serde_json::to_string_pretty(out).unwrap_or_default());
+        }
+        (None, Some(e)) => {
+            eprintln!(
+                "runx: {} {} failed ({}/{}): {}",
+                if o.skill.is_empty() {
+                    "skill"
+                } else {
+                    &o.skill
+                },
+                o.runner,
+                e.kind,
+                e.code,
+                e.message
+            );
+            if let Some(p) = receipt_path {
+                eprintln!("runx: receipt {p}");
+            }
+        }
+        (None, None) => {}
+    }
+}
+
+fn print_json(v: &Value) {
+    println!("{}", serde_json::to_string(v).unwrap_or_default());
+}
+
+/// Reads `--inputs FILE|-` or the `-i` pairs (never both).
+fn read_inputs(args: &SkillArgs) -> Result<Map<String, Value>, RunError> {
+    match (&args.inputs, args.input.is_empty()) {
+        (Some(_), false) => Err(RunError::new(
+            "usage",
+            "mixed_inputs",
+            "use either --inputs or -i KEY=VALUE, not both",
+        )),
+        (Some(src), true) if src == "-" => {
+            let mut buf = Vec::new();
+            std::io::stdin()
+                .read_to_end(&mut buf)
+                .map_err(|e| RunError::new("input", "stdin", format!("cannot read stdin: {e}")))?;
+            Ok(parse_object(&buf, "stdin")?)
+        }
+        (Some(file), true) => {
+            let cwd = std::env::current_dir()
+                .and_then(|d| d.canonicalize())
+                .map_err(|e| RunError::new("input", "cwd", e.to_string()))?;
+            let path = cwd.join(file).canonicalize().map_err(|e| {
+                RunError::new(
+                    "input",
+                    "inputs_file",
+                    format!("cannot open inputs file `{file}`: {e}"),
+                )
+            })?;
+            if !path.starts_with(&cwd) {
+                return Err(RunError::new(
+                    "input",
+                    "inputs_file",
+                    format!(
+                        "inputs file `{file}` lies outside the working directory {}",
+                        cwd.display()
+                    ),
+                ));
+            }
+            let bytes = std::fs::read(&path).map_err(|e| {
+                RunError::new("input", "inputs_file", format!("cannot read `{file}`: {e}"))
+            })?;
+            Ok(parse_object(&bytes, file)?)
+        }
+        (None, _) => Ok(parse_kv(&args.input)?),
+    }
+}
+
+fn harness(_args: HarnessArgs) -> ExitCode {
+    usage("the harness is not built yet")
+}

@@ -121,7 +121,7 @@ pub fn collect(root: &Path, entry: &str, source_limit: usize) -> Result<ModuleBu
     let rt = Runtime::new().map_err(engine_error)?;
     rt.set_memory_limit(256 * crate::limits::MIB);
     rt.set_loader(CollectResolver(state.clone()), CollectLoader(state.clone()));
-    let ctx = Context::base(&rt).map_err(engine_error)?;
+    let ctx = Context::full(&rt).map_err(engine_error)?;
     let compiled: Result<(), String> =
         ctx.with(
             |ctx| match Module::declare(ctx.clone(), entry.as_str(), entry_source) {

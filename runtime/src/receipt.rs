@@ -1,0 +1,144 @@
+//! Receipts: one `runx.receipt.v1` JSON file per run.
+
+use crate::error::RunError;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// The receipt schema name.
+pub const RECEIPT_SCHEMA: &str = "runx.receipt.v1";
+
+/// What a run proves about itself.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Receipt {
+    /// Always [`RECEIPT_SCHEMA`].
+    pub schema: String,
+    /// Unique per run: time, process and a counter.
+    pub id: String,
+    /// The package's `skill:` name.
+    pub skill: String,
+    /// The package's `version:`.
+    pub version: String,
+    /// The runner that ran.
+    pub runner: String,
+    /// `javascript` or `cli-tool`.
+    pub runner_type: String,
+    /// `sealed` or `failure`.
+    pub status: String,
+    /// The failure, when there was one.
+    pub failure: Option<RunError>,
+    /// Canonical-JSON SHA-256 of the inputs the module saw.
+    pub input_digest: Option<String>,
+    /// Canonical-JSON SHA-256 of the output.
+    pub output_digest: Option<String>,
+    /// Digest of the module bundle (javascript runners).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub bundle_digest: Option<String>,
+    /// Limits in force, by name.
+    pub limits: BTreeMap<String, u64>,
+    /// Wall-clock duration of the run in milliseconds.
+    pub duration_ms: u64,
+    /// Unix time the run started, in milliseconds.
+    pub started_at_ms: u64,
+    /// Artifact provenance of paged runs.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub artifact: Option<ArtifactProvenance>,
+    /// Captured process streams of cli-tool runs.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub process: Option<ProcessRecord>,
+    /// Bytes of console output dropped past the log bound.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub console_dropped_bytes: Option<u64>,
+}
+
+/// Where a paged run's records came from.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ArtifactProvenance {
+    /// The runtime-local handle (differs between runtime instances).
+    pub artifact_ref: String,
+    /// `sha256:<hex>` of the whole admitted file.
+    pub whole_digest: String,
+    /// Size of the admitted file.
+    pub artifact_bytes: u64,
+    /// The media type declared by the runner.
+    pub media_type: String,
+    /// Pages delivered to the module.
+    pub page_count: u32,
+    /// Whether the loop reached `eof` or `done`.
+    pub finished: bool,
+    /// For a failed page: its index.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub failed_page_index: Option<u32>,
+    /// For a failed page: its byte offset.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub failed_offset: Option<u64>,
+}
+
+/// One captured stream of a subprocess.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct StreamRecord {
+    /// Every byte the process wrote.
+    pub total_bytes: u64,
+    /// `sha256:<hex>` of the whole stream.
+    pub sha256: String,
+    /// Whether only a prefix was kept.
+    pub truncated: bool,
+}
+
+/// What the supervisor saw of a cli-tool process.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ProcessRecord {
+    /// The program run.
+    pub command: String,
+    /// The working directory.
+    pub cwd: String,
+    /// Exit code, when it exited.
+    pub exit_code: Option<i32>,
+    /// Signal, when it was killed by one.
+    pub signal: Option<i32>,
+    /// Whether the runtime stopped it at the timeout.
+    pub timed_out: bool,
+    /// Attempts made (retries included).
+    pub attempts: u32,
+    /// Stdout capture.
+    pub stdout: StreamRecord,
+    /// Stderr capture.
+    pub stderr: StreamRecord,
+}
+
+impl Receipt {
+    /// A receipt for a run starting now.
+    pub fn start(skill: &str, version: &str, runner: &str, runner_type: &str) -> Receipt {
+        static COUNTER: AtomicU64 = AtomicU64::new(0);
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_millis() as u64)
+            .unwrap_or(0);
+        Receipt {
+            schema: RECEIPT_SCHEMA.to_string(),
+            id: format!(
+                "{now}-{}-{}",
+                std::process::id(),
+                COUNTER.fetch_add(1, Ordering::Relaxed)
+            ),
+            skill: skill.to_string(),
+            version: version.to_string(),
+            runner: runner.to_string(),
+            runner_type: runner_type.to_string(),
+            status: "failure".to_string(),
+            started_at_ms: now,
+            ..Receipt::default()
+        }
+    }
+
+    /// Writes the receipt as `<dir>/<id>.json`, creating `dir` when needed.
+    pub fn write(&self, dir: &Path) -> std::io::Result<PathBuf> {
+        std::fs::create_dir_all(dir)?;
+        let path = dir.join(format!("{}.json", self.id));
+        let mut text = serde_json::to_vec_pretty(self).map_err(std::io::Error::other)?;
+        text.push(b'\n');
+        std::fs::write(&path, text)?;
+        Ok(path)
+    }
+}

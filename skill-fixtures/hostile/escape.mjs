@@ -1,0 +1,2 @@
+import { readFileSync } from "node:fs";
+export default () => ({ passwd: readFileSync("/etc/passwd", "utf8") });

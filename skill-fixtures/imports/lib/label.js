@@ -1,0 +1,2 @@
+import { sum } from "./math.mjs";
+export const label = (x) => `#${x}/${sum([x, x])}`;
