@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
 
+mod harness_cmd;
 mod inspect;
 
 /// Exit code for usage and input errors.
@@ -129,10 +130,10 @@ fn usage(message: &str) -> ExitCode {
 }
 
 fn skill(args: SkillArgs) -> ExitCode {
-    if args.dir.as_os_str() == "inspect" {
-        if let Some(dir) = &args.runner {
-            return inspect::inspect(Path::new(dir), args.json);
-        }
+    if args.dir.as_os_str() == "inspect"
+        && let Some(dir) = &args.runner
+    {
+        return inspect::inspect(Path::new(dir), args.json);
     }
     let inputs = match read_inputs(&args) {
         Ok(i) => i,
@@ -252,6 +253,6 @@ fn read_inputs(args: &SkillArgs) -> Result<Map<String, Value>, RunError> {
     }
 }
 
-fn harness(_args: HarnessArgs) -> ExitCode {
-    usage("the harness is not built yet")
+fn harness(args: HarnessArgs) -> ExitCode {
+    harness_cmd::run(&runtime(), &args.paths, args.json)
 }

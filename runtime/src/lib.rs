@@ -5,6 +5,7 @@ pub mod cli_tool;
 pub mod digest;
 pub mod error;
 pub mod framing;
+pub mod harness;
 pub mod inputs;
 pub mod paged;
 pub mod profile;

@@ -295,8 +295,11 @@ fn split_result(output: Value, eof: bool) -> Result<(Value, bool, Map<String, Va
         }
         Some(other) => return Err(bad(format!("`runx_page` must be an object, not {other}"))),
     };
-    if !eof && !done {
-        if let Some(extra) = obj.keys().next() {
+    if !eof
+        && !done
+        && let Some(extra) = obj.keys().next()
+    {
+        {
             return Err(bad(format!(
                 "an intermediate page result must be exactly `{{runx_page: {{state, done?}}}}`; it also holds `{extra}` (return domain outputs only with `done: true` or on the eof page)"
             )));

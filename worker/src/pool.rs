@@ -86,7 +86,9 @@ struct Inner {
     config: PoolConfig,
     state: Mutex<State>,
     changed: Condvar,
-    workdir: tempfile::TempDir,
+    /// Workers run in the system temp directory: writable by nobody there (file size limit 0),
+    /// and never the caller's workspace.
+    workdir: std::path::PathBuf,
 }
 
 #[derive(Default)]
@@ -108,7 +110,7 @@ struct State {
 impl Pool {
     /// A pool; no worker starts until the first call.
     pub fn new(config: PoolConfig) -> std::io::Result<Pool> {
-        let workdir = tempfile::Builder::new().prefix("runx-workers-").tempdir()?;
+        let workdir = std::env::temp_dir();
         Ok(Pool {
             inner: Arc::new(Inner {
                 config,
@@ -285,11 +287,8 @@ impl Pool {
                 st.started += 1;
                 drop(st);
                 std::thread::sleep(backoff);
-                let spawned = WorkerProcess::spawn(
-                    &cfg.command,
-                    self.inner.workdir.path(),
-                    cfg.startup_timeout,
-                );
+                let spawned =
+                    WorkerProcess::spawn(&cfg.command, &self.inner.workdir, cfg.startup_timeout);
                 let mut st = self.lock();
                 return match spawned {
                     Ok(w) => {

@@ -1,0 +1,320 @@
+//! `runx skill` with javascript runners.
+
+use super::*;
+use serde_json::json;
+use std::io::Write;
+
+#[test]
+fn default_named_and_async_exports() {
+    let (ws, _) = workspace_with("hello");
+    let (v, code) = json_in(
+        ws.path(),
+        &["skill", "pkg", "-i", "name=Ada"],
+        &[("REGION", "eu")],
+    );
+    assert_eq!(code, 0, "{v}");
+    assert_eq!(v["status"], "sealed");
+    assert_eq!(v["output"]["greeting"], "Hello, Ada.");
+    assert_eq!(v["output"]["region"], "eu");
+    assert_eq!(
+        v["output"]["trace"],
+        Value::Null,
+        "absent optional env is omitted"
+    );
+    assert_eq!(v["error"], Value::Null);
+    assert!(Path::new(v["receipt"].as_str().unwrap()).is_file());
+    let (v, _) = json_in(ws.path(), &["skill", "pkg", "shout", "-i", "name=Ada"], &[]);
+    assert_eq!(v["output"], json!({"greeting": "HELLO, ADA!"}));
+}
+
+#[test]
+fn json_output_has_exactly_the_documented_keys() {
+    let (ws, _) = workspace_with("hello");
+    let (v, _) = json_in(ws.path(), &["skill", "pkg", "shout", "-i", "name=x"], &[]);
+    let mut keys: Vec<&str> = v.as_object().unwrap().keys().map(String::as_str).collect();
+    keys.sort();
+    assert_eq!(
+        keys,
+        ["error", "output", "receipt", "runner", "skill", "status"]
+    );
+}
+
+#[test]
+fn relative_imports_across_three_modules() {
+    let (v, code) = json_in(
+        &fixtures(),
+        &[
+            "skill",
+            "imports",
+            "--receipt-dir",
+            &tempfile::tempdir().unwrap().path().display().to_string(),
+        ],
+        &[],
+    );
+    assert_eq!(code, 0);
+    assert_eq!(
+        v["output"],
+        json!({"total": 6, "labels": ["#1/2", "#2/4", "#3/6"]})
+    );
+}
+
+#[test]
+fn environment_required_optional_and_missing() {
+    let (ws, _) = workspace_with("hello");
+    let (v, _) = json_in(
+        ws.path(),
+        &["skill", "pkg", "-i", "name=a"],
+        &[("REGION", "us"), ("TRACE_LABEL", "t1"), ("UNDECLARED", "x")],
+    );
+    assert_eq!(v["output"]["trace"], "t1");
+    let out = run_in(ws.path(), &["skill", "pkg", "-i", "name=a", "--json"], &[]);
+    assert_eq!(out.status.code(), Some(1));
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["error"]["kind"], "environment");
+    assert!(v["error"]["message"].as_str().unwrap().contains("REGION"));
+    // No worker was started: the receipt has no bundle digest (nothing was even collected).
+    let receipt: Value =
+        serde_json::from_slice(&std::fs::read(v["receipt"].as_str().unwrap()).unwrap()).unwrap();
+    assert_eq!(receipt["bundle_digest"], Value::Null);
+}
+
+#[test]
+fn inputs_from_file_stdin_and_pairs() {
+    let (ws, _) = workspace_with("hello");
+    std::fs::write(ws.path().join("in.json"), r#"{"name": "File"}"#).unwrap();
+    let (v, _) = json_in(
+        ws.path(),
+        &["skill", "pkg", "shout", "--inputs", "in.json"],
+        &[],
+    );
+    assert_eq!(v["output"]["greeting"], "HELLO, FILE!");
+    let mut child = runx()
+        .current_dir(ws.path())
+        .args(["skill", "pkg", "shout", "--inputs", "-", "--json"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(br#"{"name": "stdin"}"#)
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["output"]["greeting"], "HELLO, STDIN!");
+    let (v, _) = json_in(
+        ws.path(),
+        &[
+            "skill",
+            "pkg",
+            "-i",
+            "name=\"quoted\"",
+            "-i",
+            "excited=true",
+        ],
+        &[("REGION", "r")],
+    );
+    assert_eq!(v["output"]["greeting"], "Hello, quoted!");
+}
+
+#[test]
+fn bad_inputs_are_usage_errors() {
+    let (ws, _) = workspace_with("hello");
+    std::fs::write(ws.path().join("bad.json"), "{not json").unwrap();
+    std::fs::write(ws.path().join("list.json"), "[1, 2]").unwrap();
+    let outside = tempfile::NamedTempFile::new().unwrap();
+    for (args, needle) in [
+        (
+            vec!["skill", "pkg", "--inputs", "bad.json"],
+            "not valid JSON",
+        ),
+        (vec!["skill", "pkg", "--inputs", "list.json"], "JSON object"),
+        (
+            vec!["skill", "pkg", "--inputs", outside.path().to_str().unwrap()],
+            "outside the working directory",
+        ),
+        (
+            vec!["skill", "pkg", "--inputs", "bad.json", "-i", "a=1"],
+            "not both",
+        ),
+        (
+            vec!["skill", "pkg", "-i", "excited=true"],
+            "`name` is required",
+        ),
+        (vec!["skill", "pkg", "-i", "name=1"], "must be a string"),
+        (vec!["skill", "pkg", "shout", "-i", "noequals"], "KEY=VALUE"),
+    ] {
+        let out = run_in(ws.path(), &args, &[("REGION", "r")]);
+        assert_eq!(out.status.code(), Some(64), "{args:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(needle), "{args:?}: {err}");
+    }
+}
+
+#[test]
+fn output_contract_names_the_key() {
+    let (ws, _) = workspace_with("hello");
+    let (v, code) = json_in(ws.path(), &["skill", "pkg", "wrong-output"], &[]);
+    assert_eq!(code, 1);
+    assert_eq!(v["error"]["kind"], "output_rejected");
+    let (v, _) = json_in(
+        ws.path(),
+        &["skill", "pkg", "shout", "-i", "name=lower 1"],
+        &[],
+    );
+    assert_eq!(v["error"]["code"], "schema", "{v}");
+    assert!(v["error"]["message"].as_str().unwrap().contains("greeting"));
+}
+
+#[test]
+fn unsupported_runner_type_is_named() {
+    let (ws, _) = workspace_with("hello");
+    let out = run_in(ws.path(), &["skill", "pkg", "graph"], &[]);
+    assert_eq!(out.status.code(), Some(64));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("`graph`"));
+}
+
+#[test]
+fn symlinked_and_outside_modules_are_refused() {
+    let ws = tempfile::tempdir().unwrap();
+    let pkg = ws.path().join("pkg");
+    std::fs::create_dir_all(pkg.join("src")).unwrap();
+    std::fs::write(ws.path().join("outside.mjs"), "export default () => ({});").unwrap();
+    std::fs::write(pkg.join("real.mjs"), "export default () => ({});").unwrap();
+    std::os::unix::fs::symlink(pkg.join("real.mjs"), pkg.join("link.mjs")).unwrap();
+    std::fs::write(
+        pkg.join("imp.mjs"),
+        "import '../outside.mjs'; export default () => ({});",
+    )
+    .unwrap();
+    std::fs::write(
+        pkg.join("X.yaml"),
+        "skill: s\nversion: '1'\nrunners:\n  link: {type: javascript, module: link.mjs}\n  up: {type: javascript, module: ../outside.mjs}\n  imp: {type: javascript, module: imp.mjs}\n",
+    )
+    .unwrap();
+    for (runner, needle) in [
+        ("link", "symlink"),
+        ("up", "outside.mjs"),
+        ("imp", "../outside.mjs"),
+    ] {
+        let (v, code) = json_in(ws.path(), &["skill", "pkg", runner], &[]);
+        assert_ne!(code, 0, "{runner}");
+        assert_ne!(v["status"], "sealed");
+        assert!(
+            v["error"]["message"].as_str().unwrap().contains(needle),
+            "{runner}: {v}"
+        );
+    }
+}
+
+#[test]
+fn output_digest_is_deterministic() {
+    let (ws, _) = workspace_with("hello");
+    let digest = |ws: &Path| {
+        let (v, _) = json_in(ws, &["skill", "pkg", "shout", "-i", "name=same"], &[]);
+        let r: Value =
+            serde_json::from_slice(&std::fs::read(v["receipt"].as_str().unwrap()).unwrap())
+                .unwrap();
+        assert_eq!(r["schema"], "runx.receipt.v1");
+        assert_eq!(r["status"], "sealed");
+        (r["input_digest"].clone(), r["output_digest"].clone())
+    };
+    let a = digest(ws.path());
+    let b = digest(ws.path());
+    assert_eq!(a, b);
+    assert!(a.1.as_str().unwrap().starts_with("sha256:"));
+}
+
+#[test]
+fn hostile_modules_fail_typed() {
+    let (ws, _) = workspace_with("hostile");
+    for (runner, kind, code) in [
+        ("spin", "resource_limit", "wall_milliseconds"),
+        ("heap", "resource_limit", "heap_bytes"),
+        ("recurse", "resource_limit", "stack_bytes"),
+        ("random", "execution_failed", "execution_failed"),
+        ("escape", "module_rejected", "specifier"),
+        ("dynamic", "module_rejected", "module_rejected"),
+        ("never", "execution_failed", "execution_failed"),
+        ("giant", "resource_limit", "output_bytes"),
+    ] {
+        let (v, exit) = json_in(ws.path(), &["skill", "pkg", runner], &[]);
+        assert_eq!(exit, 1, "{runner}: {v}");
+        assert_eq!(v["error"]["kind"], kind, "{runner}: {v}");
+        assert_eq!(v["error"]["code"], code, "{runner}: {v}");
+    }
+    let (v, _) = json_in(ws.path(), &["skill", "pkg"], &[]);
+    assert_eq!(v["output"], json!({"visible": [], "now": 0}));
+}
+
+#[test]
+fn ctrl_c_kills_the_workers() {
+    let (ws, _) = workspace_with("hostile");
+    let child = runx()
+        .current_dir(ws.path())
+        .args(["skill", "pkg", "spin", "--json"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    // Wait for the worker to appear as a child of runx.
+    let parent = child.id();
+    let mut workers = Vec::new();
+    for _ in 0..100 {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        workers = children_of(parent);
+        if !workers.is_empty() {
+            break;
+        }
+    }
+    assert!(!workers.is_empty(), "no worker started");
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(parent as i32),
+        nix::sys::signal::Signal::SIGINT,
+    )
+    .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(130));
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["error"]["kind"], "interrupted");
+    for pid in workers {
+        assert!(
+            !Path::new(&format!("/proc/{pid}")).exists(),
+            "worker {pid} left behind"
+        );
+    }
+}
+
+fn children_of(parent: u32) -> Vec<u32> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = e.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+        let fields: Vec<&str> = stat.rsplit(") ").next().unwrap_or("").split(' ').collect();
+        if fields.get(1).and_then(|p| p.parse::<u32>().ok()) == Some(parent) {
+            out.push(pid);
+        }
+    }
+    out
+}
+
+#[test]
+fn inspect_describes_runners_and_limits() {
+    let out = run_in(&fixtures(), &["skill", "inspect", "hello", "--json"], &[]);
+    assert_eq!(out.status.code(), Some(0));
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let greet = v["runners"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["name"] == "greet")
+        .unwrap();
+    assert_eq!(greet["default"], true);
+    assert_eq!(greet["environment"]["required"], json!(["REGION"]));
+    assert_eq!(greet["limits"]["wall_milliseconds"], 2000);
+    assert_eq!(greet["limits"]["heap_bytes"], 64 * 1024 * 1024);
+}

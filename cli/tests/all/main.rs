@@ -1,0 +1,75 @@
+//! End-to-end tests: the built `runx` binary against packages in `skill-fixtures/` and packages
+//! generated at test time.
+
+mod cli_tool;
+mod harness;
+mod javascript;
+mod pages;
+
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+pub fn runx() -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_runx"));
+    c.env_remove("RUST_LOG");
+    c
+}
+
+pub fn fixtures() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("..")
+        .join("skill-fixtures")
+        .canonicalize()
+        .unwrap()
+}
+
+/// Runs `runx` in `cwd` with `args`, returning the output.
+pub fn run_in(cwd: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
+    let mut c = runx();
+    c.current_dir(cwd).args(args).stdin(Stdio::null());
+    for (k, v) in env {
+        c.env(k, v);
+    }
+    c.output().unwrap()
+}
+
+/// Runs with `--json` and parses the one object on stdout.
+pub fn json_in(cwd: &Path, args: &[&str], env: &[(&str, &str)]) -> (Value, i32) {
+    let mut all: Vec<&str> = args.to_vec();
+    all.push("--json");
+    let out = run_in(cwd, &all, env);
+    let text = String::from_utf8_lossy(&out.stdout);
+    let v: Value = serde_json::from_str(text.trim()).unwrap_or_else(|e| {
+        panic!(
+            "stdout is not one JSON object ({e}): {text}\nstderr: {}",
+            String::from_utf8_lossy(&out.stderr)
+        )
+    });
+    (v, out.status.code().unwrap_or(-1))
+}
+
+/// A scratch workspace with a copy of one fixture package in `pkg/`.
+pub fn workspace_with(package: &str) -> (tempfile::TempDir, PathBuf) {
+    let ws = tempfile::tempdir().unwrap();
+    let dest = ws.path().join("pkg");
+    copy_dir(&fixtures().join(package), &dest);
+    (ws, dest)
+}
+
+pub fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let name = entry.file_name();
+        if name == ".runx" {
+            continue;
+        }
+        let ty = entry.file_type().unwrap();
+        if ty.is_dir() {
+            copy_dir(&entry.path(), &to.join(&name));
+        } else if ty.is_file() {
+            std::fs::copy(entry.path(), to.join(&name)).unwrap();
+        }
+    }
+}

@@ -1,0 +1,186 @@
+//! Paged json_array runners through `runx skill`.
+
+use super::*;
+use serde_json::json;
+
+/// The archive package plus generated data: `n` tweet records behind the YTD prefix, and runners
+/// at 64 KiB, 512 KiB and 4 MiB pages.
+fn archive(n: usize) -> (tempfile::TempDir, PathBuf) {
+    let (ws, pkg) = workspace_with("archive");
+    let mut yaml = std::fs::read_to_string(pkg.join("X.yaml")).unwrap();
+    yaml.push_str(
+        "  select-512k:\n    type: javascript\n    module: select.mjs\n    export: selectPage\n    timeout_seconds: 5\n    inputs:\n      archive_file: { type: string, required: true }\n      archive_base: { type: string, default: workspace }\n      keyword: { type: string, default: \"\" }\n      stop_after: { type: integer, default: 0 }\n    pages: { path_from: archive_file, path_scope_from: archive_base, page_bytes: 524288 }\n",
+    );
+    std::fs::write(pkg.join("X.yaml"), yaml).unwrap();
+    let mut text = String::from("window.YTD.tweets.part0 = [\n");
+    for i in 0..n {
+        if i > 0 {
+            text.push_str(",\n");
+        }
+        let body = if i % 5 == 0 {
+            "runx \"pages\" ],[ ünï"
+        } else {
+            "plain"
+        };
+        text.push_str(&json!({"tweet": {"id_str": format!("{i}"), "full_text": format!("{body} {i}"), "n": [i, i * 2]}}).to_string());
+    }
+    text.push_str("\n]\n");
+    std::fs::write(ws.path().join("tweets.js"), text).unwrap();
+    (ws, pkg)
+}
+
+fn select(ws: &Path, runner: &str, extra: &[&str]) -> (Value, i32) {
+    let mut args = vec![
+        "skill",
+        "pkg",
+        runner,
+        "-i",
+        "archive_file=tweets.js",
+        "-i",
+        "keyword=runx",
+    ];
+    args.extend_from_slice(extra);
+    json_in(ws, &args, &[])
+}
+
+fn receipt(v: &Value) -> Value {
+    serde_json::from_slice(&std::fs::read(v["receipt"].as_str().unwrap()).unwrap()).unwrap()
+}
+
+#[test]
+fn output_is_identical_across_page_sizes_and_runs() {
+    let (ws, _) = archive(6000);
+    let (a, code) = select(ws.path(), "select", &[]);
+    assert_eq!(code, 0, "{a}");
+    let (b, _) = select(ws.path(), "select-512k", &[]);
+    let (c, _) = select(ws.path(), "select-large-pages", &[]);
+    let (d, _) = select(ws.path(), "select", &[]);
+    assert_eq!(a["output"]["scanned"], 6000);
+    assert_eq!(a["output"], b["output"]);
+    assert_eq!(a["output"], c["output"]);
+    assert_eq!(a["output"], d["output"]);
+    let (ra, rd) = (receipt(&a), receipt(&d));
+    assert!(ra["artifact"]["page_count"].as_u64().unwrap() > 5);
+    assert_eq!(receipt(&c)["artifact"]["page_count"], 1);
+    assert_eq!(
+        ra["artifact"]["whole_digest"],
+        rd["artifact"]["whole_digest"]
+    );
+    assert_eq!(ra["artifact"]["finished"], true);
+    assert_ne!(
+        ra["artifact"]["artifact_ref"],
+        rd["artifact"]["artifact_ref"]
+    );
+    assert_eq!(ra["output_digest"], rd["output_digest"]);
+    assert!(
+        !a["output"].to_string().contains("artifact:"),
+        "artifact_ref stays out of output"
+    );
+}
+
+#[test]
+fn done_stops_early() {
+    let (ws, _) = archive(6000);
+    let (v, code) = select(ws.path(), "select", &["-i", "stop_after=300"]);
+    assert_eq!(code, 0, "{v}");
+    let scanned = v["output"]["scanned"].as_u64().unwrap();
+    assert!((300..6000).contains(&scanned), "{scanned}");
+    let r = receipt(&v);
+    assert_eq!(r["artifact"]["finished"], true);
+}
+
+#[test]
+fn module_failures_name_page_and_offset() {
+    let (ws, _) = archive(200);
+    for (runner, kind, code, page) in [
+        ("throw-on-page-3", "execution_failed", "execution_failed", 3),
+        ("fat-state", "resource_limit", "state_bytes", 0),
+        ("extra-keys", "output_rejected", "page_result", 0),
+    ] {
+        let (v, exit) = json_in(
+            ws.path(),
+            &["skill", "pkg", runner, "-i", "archive_file=tweets.js"],
+            &[],
+        );
+        assert_eq!(exit, 1, "{runner}");
+        assert_eq!(v["error"]["kind"], kind, "{runner}: {v}");
+        assert_eq!(v["error"]["code"], code, "{runner}: {v}");
+        let msg = v["error"]["message"].as_str().unwrap();
+        assert!(msg.contains(&format!("page {page} (byte offset")), "{msg}");
+        let r = receipt(&v);
+        assert_eq!(r["artifact"]["failed_page_index"], page);
+        assert_eq!(r["artifact"]["finished"], false);
+    }
+}
+
+#[test]
+fn framing_errors_name_the_offset() {
+    let (ws, _) = archive(10);
+    let cases: Vec<(&str, Vec<u8>, &str)> = vec![
+        ("truncated.js", b"[{\"a\":1},{\"b\":".to_vec(), "byte"),
+        ("utf8.js", b"[{\"a\":\"\xff\"}]".to_vec(), "UTF-8"),
+        ("json.js", b"[{\"a\":1},{a:2}]".to_vec(), "invalid JSON"),
+        ("garbage.js", b"[1,2] trailing".to_vec(), "byte 6"),
+        (
+            "big.js",
+            format!("[\"{}\"]", "x".repeat(70_000)).into_bytes(),
+            "byte 1",
+        ),
+    ];
+    for (name, bytes, needle) in cases {
+        std::fs::write(ws.path().join(name), bytes).unwrap();
+        let arg = format!("archive_file={name}");
+        let (v, exit) = json_in(ws.path(), &["skill", "pkg", "-i", &arg], &[]);
+        assert_eq!(exit, 1, "{name}: {v}");
+        assert_eq!(v["error"]["kind"], "page", "{name}: {v}");
+        assert!(
+            v["error"]["message"].as_str().unwrap().contains(needle),
+            "{name}: {v}"
+        );
+        assert!(receipt(&v)["artifact"]["failed_offset"].is_u64(), "{name}");
+    }
+}
+
+#[test]
+fn admission_refuses_escapes_directories_and_huge_files() {
+    let (ws, _) = archive(10);
+    let outside = tempfile::tempdir().unwrap();
+    std::fs::write(outside.path().join("x.js"), "[]").unwrap();
+    std::os::unix::fs::symlink(outside.path().join("x.js"), ws.path().join("link.js")).unwrap();
+    std::fs::create_dir(ws.path().join("dir.js")).unwrap();
+    let huge = std::fs::File::create(ws.path().join("huge.js")).unwrap();
+    huge.set_len(512 * 1024 * 1024 + 1).unwrap();
+    for (path, code) in [
+        ("../x.js", "artifact_path"),
+        ("link.js", "artifact_scope"),
+        ("dir.js", "artifact_type"),
+        ("huge.js", "artifact_bytes"),
+        ("/etc/passwd", "artifact_path"),
+    ] {
+        let arg = format!("archive_file={path}");
+        let (v, exit) = json_in(ws.path(), &["skill", "pkg", "-i", &arg], &[]);
+        assert_eq!(exit, 1, "{path}: {v}");
+        assert_eq!(v["error"]["code"], code, "{path}: {v}");
+    }
+}
+
+#[test]
+fn skill_scope_reads_from_the_package() {
+    let (ws, _) = archive(1);
+    let (v, code) = json_in(
+        ws.path(),
+        &[
+            "skill",
+            "pkg",
+            "-i",
+            "archive_file=data/tweets.js",
+            "-i",
+            "archive_base=skill",
+            "-i",
+            "keyword=runx",
+        ],
+        &[],
+    );
+    assert_eq!(code, 0, "{v}");
+    assert_eq!(v["output"]["scanned"], 60);
+}

@@ -1,0 +1,4 @@
+#!/bin/sh
+echo "something went wrong" >&2
+echo "details: exit 3" >&2
+exit 3
