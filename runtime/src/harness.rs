@@ -627,6 +627,7 @@ fn prepare_and_run(
         env: EnvSource::Map(case.env.clone()),
         workspace: workspace.clone(),
         receipt_dir: Some(workspace.join(".runx").join("receipts")),
+        progress: None,
     };
     let outcome = rt.run(&req);
     Ok((scratch, outcome))

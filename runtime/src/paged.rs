@@ -15,6 +15,38 @@ use serde_json::{Map, Value};
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// Progress of a paged run, reported after each page.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PageProgress {
+    /// Pages finished.
+    pub pages: u32,
+    /// Source bytes covered by the finished pages.
+    pub bytes: u64,
+    /// Size of the artifact.
+    pub total_bytes: u64,
+}
+
+/// Receives [`PageProgress`] after each page (a progress bar, a log line).
+#[derive(Clone)]
+pub struct ProgressSink(pub Arc<dyn Fn(&PageProgress) + Send + Sync>);
+
+impl ProgressSink {
+    fn report(&self, p: &PageProgress) {
+        (self.0)(p)
+    }
+}
+
+impl std::fmt::Debug for ProgressSink {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ProgressSink")
+    }
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1000.0
+}
 
 /// The largest continuation state: 2 MiB of JSON.
 pub const MAX_STATE_BYTES: usize = 2 * 1024 * 1024;
@@ -36,6 +68,7 @@ pub(crate) struct PagedRun<'a> {
     pub environment: BTreeMap<String, String>,
     pub limits: Limits,
     pub workspace: &'a Path,
+    pub progress: Option<&'a ProgressSink>,
 }
 
 /// A page framed and hashed, waiting for the state of the page before it.
@@ -61,6 +94,7 @@ pub(crate) fn run(
         environment,
         limits,
         workspace,
+        progress,
     } = run;
     let source = crate::inputs::page_source(runner, &inputs)?.ok_or_else(|| {
         RunError::new(
@@ -82,7 +116,9 @@ pub(crate) fn run(
     receipt.input_digest = Some(digest(&base_value));
     let base = serde_json::to_vec(&base_value)
         .map_err(|e| RunError::new("internal", "encode", e.to_string()))?;
+    let started = Instant::now();
     let artifact = artifact::admit(&source.path, &root, rt.instance())?;
+    let admission = started.elapsed();
     let mut provenance = ArtifactProvenance {
         artifact_ref: artifact.artifact_ref.clone(),
         whole_digest: artifact.whole_digest.clone(),
@@ -90,6 +126,7 @@ pub(crate) fn run(
         media_type: pages.media_type.clone(),
         ..ArtifactProvenance::default()
     };
+    provenance.timings.admission_ms = ms(admission);
     let result = page_loop(
         rt,
         &artifact,
@@ -100,7 +137,9 @@ pub(crate) fn run(
         environment,
         limits,
         &mut provenance,
+        progress,
     );
+    provenance.timings.wall_ms = ms(started.elapsed());
     receipt.artifact = Some(provenance);
     result
 }
@@ -116,6 +155,7 @@ fn page_loop(
     environment: BTreeMap<String, String>,
     limits: Limits,
     provenance: &mut ArtifactProvenance,
+    progress: Option<&ProgressSink>,
 ) -> Result<Produced, RunError> {
     let data = artifact.data();
     let payload_bytes = limits
@@ -136,13 +176,15 @@ fn page_loop(
         Err(e) => return Err(framing_error(e, provenance)),
     };
     let pool = rt.pool()?;
-    let prepare =
-        |framer: &mut Framer<'_>| -> Result<Option<Prepared>, crate::framing::FramingError> {
-            Ok(framer
-                .next_page(&budget)?
-                .map(|page| prepare_page(artifact, pages, page, data)))
-        };
-    let mut next = prepare(&mut framer);
+    let prepare = |framer: &mut Framer<'_>| {
+        let started = Instant::now();
+        let prepared = framer
+            .next_page(&budget)
+            .map(|page| page.map(|page| prepare_page(artifact, pages, page, data)));
+        (prepared, started.elapsed())
+    };
+    let (mut next, first) = prepare(&mut framer);
+    provenance.timings.framing_ms += ms(first);
     let mut state = Value::Null;
     let mut log = ConsoleLog::default();
     let digest_hex = bundle.digest();
@@ -191,14 +233,22 @@ fn page_loop(
             idempotent: true,
         };
         let eof = prepared.page.eof;
+        let prepared_next_offset = prepared.page.next_offset;
         // While the worker runs this page, frame and hash the next one.
         let (reply, framed) = std::thread::scope(|s| {
-            let worker = s.spawn(|| pool.call(&call));
+            let worker = s.spawn(|| {
+                let started = Instant::now();
+                (pool.call(&call), started.elapsed())
+            });
             let framed = (!eof).then(|| prepare(&mut framer));
             let reply = worker.join();
             (reply, framed)
         });
         provenance.page_count = index + 1;
+        let result_started = Instant::now();
+        if let Some((_, took)) = &framed {
+            provenance.timings.framing_ms += ms(*took);
+        }
         let fail_at = |prov: &mut ArtifactProvenance, e: RunError| {
             prov.failed_page_index = Some(index);
             prov.failed_offset = Some(offset);
@@ -208,8 +258,12 @@ fn page_loop(
             }
         };
         let reply = match reply {
-            Ok(Ok(r)) => r,
-            Ok(Err(e)) => {
+            Ok((Ok(r), took)) => {
+                provenance.timings.call_ms += ms(took);
+                provenance.timings.engine_ms += ms(r.engine_time);
+                r
+            }
+            Ok((Err(e), _)) => {
                 log.lines.extend(e.log.lines);
                 return Err(fail_at(provenance, RunError::from(e.failure)));
             }
@@ -245,6 +299,14 @@ fn page_loop(
                 ),
             ));
         }
+        provenance.timings.result_ms += ms(result_started.elapsed());
+        if let Some(p) = progress {
+            p.report(&PageProgress {
+                pages: index + 1,
+                bytes: prepared_next_offset,
+                total_bytes: artifact.bytes,
+            });
+        }
         if eof || done {
             provenance.finished = true;
             return Ok(Produced {
@@ -254,7 +316,7 @@ fn page_loop(
         }
         state = new_state;
         next = match framed {
-            Some(n) => n,
+            Some((n, _)) => n,
             None => Ok(None),
         };
     }

@@ -73,6 +73,27 @@ pub struct ArtifactProvenance {
     /// For a failed page: its byte offset.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub failed_offset: Option<u64>,
+    /// Where the time went.
+    #[serde(default)]
+    pub timings: PageTimings,
+}
+
+/// The split of a paged run's time, in milliseconds. Framing runs while the worker executes
+/// the previous page, so the parts can add up to more than the wall.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct PageTimings {
+    /// Copying and hashing the artifact into its snapshot.
+    pub admission_ms: f64,
+    /// Scanning records, validating them, copying them into pages and hashing page ranges.
+    pub framing_ms: f64,
+    /// Round trips to the worker (transport plus JavaScript).
+    pub call_ms: f64,
+    /// JavaScript time inside the worker.
+    pub engine_ms: f64,
+    /// Parsing page results and checking state.
+    pub result_ms: f64,
+    /// The whole paged run, admission included.
+    pub wall_ms: f64,
 }
 
 /// One captured stream of a subprocess.

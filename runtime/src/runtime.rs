@@ -57,6 +57,8 @@ pub struct RunRequest {
     pub workspace: PathBuf,
     /// Where receipts go; `<workspace>/.runx/receipts` when `None`.
     pub receipt_dir: Option<PathBuf>,
+    /// Called after each page of a paged run.
+    pub progress: Option<crate::paged::ProgressSink>,
 }
 
 impl RunRequest {
@@ -70,6 +72,7 @@ impl RunRequest {
             env: EnvSource::Process,
             workspace: default_workspace(),
             receipt_dir: None,
+            progress: None,
         }
     }
 }
@@ -322,6 +325,7 @@ impl Runtime {
                     environment,
                     limits,
                     workspace: &req.workspace,
+                    progress: req.progress.as_ref(),
                 },
                 receipt,
             );

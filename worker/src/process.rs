@@ -101,6 +101,8 @@ pub struct Reply {
     pub log: ConsoleLog,
     /// The worker that served it.
     pub worker_pid: u32,
+    /// Time the engine spent inside the worker; the rest of the round trip is transport.
+    pub engine_time: Duration,
 }
 
 /// How an invoke ended when it did not produce a reply.
@@ -302,10 +304,11 @@ impl WorkerProcess {
             )));
         }
         match header.message {
-            Message::Result { log } => Ok(Reply {
+            Message::Result { log, engine_us } => Ok(Reply {
                 output: tail,
                 log,
                 worker_pid: self.pid,
+                engine_time: Duration::from_micros(engine_us),
             }),
             Message::Failure { failure, log } => {
                 if failure.code == FailureCode::InvalidRequest

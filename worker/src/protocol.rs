@@ -76,6 +76,9 @@ pub enum Message {
     Result {
         /// Console output of the call.
         log: ConsoleLog,
+        /// Microseconds the engine spent on the call (the rest of the round trip is transport).
+        #[serde(default)]
+        engine_us: u64,
     },
     /// Worker → host: the call (or the request) failed.
     Failure {

@@ -216,9 +216,12 @@ pub fn serve(
                     Ok(call_engine(engine, &call))
                 })();
                 match reply {
-                    Ok(Ok((bytes, log))) => {
-                        out(&mut output, id, Message::Result { log }, &[&bytes])?
-                    }
+                    Ok(Ok((bytes, log, engine_us))) => out(
+                        &mut output,
+                        id,
+                        Message::Result { log, engine_us },
+                        &[&bytes],
+                    )?,
                     Ok(Err((failure, log))) => {
                         out(&mut output, id, Message::Failure { failure, log }, &[])?
                     }
@@ -242,10 +245,13 @@ pub fn serve(
     }
 }
 
-type Called = Result<(Vec<u8>, ConsoleLog), (Failure, ConsoleLog)>;
+type Called = Result<(Vec<u8>, ConsoleLog, u64), (Failure, ConsoleLog)>;
 
 fn call_engine(engine: &mut dyn Engine, call: &EngineCall<'_>) -> Called {
-    engine.call(call).map(|o| (o.output, o.log))
+    let started = std::time::Instant::now();
+    engine
+        .call(call)
+        .map(|o| (o.output, o.log, started.elapsed().as_micros() as u64))
 }
 
 fn message_name(m: &Message) -> &'static str {
