@@ -12,6 +12,7 @@ use std::sync::Arc;
 
 mod harness_cmd;
 mod inspect;
+mod progress;
 
 /// Exit code for usage and input errors.
 const EXIT_USAGE: u8 = 64;
@@ -151,7 +152,14 @@ fn skill(args: SkillArgs) -> ExitCode {
     let mut req = RunRequest::new(&args.dir, inputs);
     req.runner = args.runner.clone();
     req.receipt_dir = args.receipt_dir.clone();
+    let bar = progress::sink().map(|(sink, bar)| {
+        req.progress = Some(sink);
+        bar
+    });
     let outcome = rt.run(&req);
+    if let Some(bar) = &bar {
+        progress::finish(bar);
+    }
     report(&outcome, args.json);
     ExitCode::from(outcome.exit_code() as u8)
 }
