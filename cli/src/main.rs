@@ -17,6 +17,9 @@ mod progress;
 /// Exit code for usage and input errors.
 const EXIT_USAGE: u8 = 64;
 
+/// The engine chosen with `--engine`, for the workers this process starts.
+static ENGINE: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+
 #[derive(Parser)]
 #[command(
     name = "runx",
@@ -27,6 +30,10 @@ struct Cli {
     /// Log more (repeat for more detail); RUST_LOG also works.
     #[arg(short, long, action = clap::ArgAction::Count, global = true)]
     verbose: u8,
+    /// The JavaScript engine of the workers: `quickjs` (default) or `v8` (needs a build with
+    /// the cargo feature `v8`).
+    #[arg(long, global = true, value_name = "quickjs|v8", default_value = runx_worker::serve::DEFAULT_ENGINE)]
+    engine: String,
     #[command(subcommand)]
     command: Command,
 }
@@ -82,8 +89,12 @@ fn main() -> ExitCode {
         }
     };
     if let Command::Worker = cli.command {
-        return ExitCode::from(runx_worker::serve::worker_main() as u8);
+        return ExitCode::from(runx_worker::serve::worker_main_with(&cli.engine) as u8);
     }
+    if let Err(e) = runx_worker::serve::engine_by_name(&cli.engine) {
+        return usage(&format!("--engine {}: {e}", cli.engine));
+    }
+    let _ = ENGINE.set(cli.engine.clone());
     init_tracing(cli.verbose);
     match cli.command {
         Command::Skill(args) => skill(args),
@@ -117,7 +128,8 @@ fn runtime() -> Arc<Runtime> {
         Some(p) => runx_worker::process::WorkerCommand::new(p),
         None => worker,
     };
-    let rt = Arc::new(Runtime::new(worker));
+    let engine = ENGINE.get().map_or(runx_worker::serve::DEFAULT_ENGINE, String::as_str);
+    let rt = Arc::new(Runtime::new(worker.engine(engine)));
     let handler = rt.clone();
     if let Err(e) = ctrlc::set_handler(move || handler.interrupt()) {
         tracing::warn!("cannot install the Ctrl-C handler: {e}");

@@ -176,150 +176,147 @@ fn page_loop(
         Err(e) => return Err(framing_error(e, provenance)),
     };
     let pool = rt.pool()?;
-    let prepare = |framer: &mut Framer<'_>| {
-        let started = Instant::now();
-        let prepared = framer
-            .next_page(&budget)
-            .map(|page| page.map(|page| prepare_page(artifact, pages, page, data)));
-        (prepared, started.elapsed())
-    };
-    let (mut next, first) = prepare(&mut framer);
-    provenance.timings.framing_ms += ms(first);
-    let mut state = Value::Null;
-    let mut log = ConsoleLog::default();
     let digest_hex = bundle.digest();
-    loop {
-        let prepared = match next {
-            Ok(Some(p)) => p,
-            Ok(None) => {
+    // A framing thread runs one page ahead: while the worker runs page N, page N+1 is scanned,
+    // validated, copied into its transport layout and hashed.
+    std::thread::scope(|s| {
+        let (tx, pages_ahead) = std::sync::mpsc::sync_channel(1);
+        s.spawn(move || {
+            loop {
+                let started = Instant::now();
+                let next = framer
+                    .next_page(&budget)
+                    .map(|page| page.map(|page| prepare_page(artifact, pages, page, data)));
+                let last = !matches!(&next, Ok(Some(p)) if !p.page.eof);
+                if tx.send((next, started.elapsed())).is_err() || last {
+                    return;
+                }
+            }
+        });
+        let mut state = Value::Null;
+        let mut log = ConsoleLog::default();
+        loop {
+            let Ok((next, took)) = pages_ahead.recv() else {
                 return Err(RunError::new(
-                    "page",
-                    "no_final_page",
-                    "the artifact ended without a final page",
+                    "internal",
+                    "framing_thread",
+                    "the framing thread stopped without a final page",
+                ));
+            };
+            provenance.timings.framing_ms += ms(took);
+            let prepared = match next {
+                Ok(Some(p)) => p,
+                Ok(None) => {
+                    return Err(RunError::new(
+                        "page",
+                        "no_final_page",
+                        "the artifact ended without a final page",
+                    ));
+                }
+                Err(e) => return Err(framing_error(e, provenance)),
+            };
+            let index = prepared.page.index;
+            let offset = prepared.page.offset;
+            if index >= MAX_PAGES {
+                provenance.failed_page_index = Some(index);
+                provenance.failed_offset = Some(offset);
+                return Err(RunError::new(
+                    "resource_limit",
+                    "page_count",
+                    format!(
+                        "page {index} (byte offset {offset}): a run may deliver at most {MAX_PAGES} pages; use larger page_bytes"
+                    ),
                 ));
             }
-            Err(e) => return Err(framing_error(e, provenance)),
-        };
-        let index = prepared.page.index;
-        let offset = prepared.page.offset;
-        if index >= MAX_PAGES {
-            provenance.failed_page_index = Some(index);
-            provenance.failed_offset = Some(offset);
-            return Err(RunError::new(
-                "resource_limit",
-                "page_count",
-                format!(
-                    "page {index} (byte offset {offset}): a run may deliver at most {MAX_PAGES} pages; use larger page_bytes"
-                ),
-            ));
-        }
-        let state_json = serde_json::to_string(&state)
-            .map_err(|e| RunError::new("internal", "encode", e.to_string()))?;
-        let mut meta = prepared.meta_prefix;
-        meta.push_str(&state_json);
-        meta.push('}');
-        let call = Call {
-            bundle: bundle.clone(),
-            bundle_digest: digest_hex.clone(),
-            export: js.export.clone(),
-            input: base.to_vec(),
-            page: Some(PagePayload {
-                meta: meta.into_bytes(),
-                ends: prepared.ends,
-                blob: prepared.blob,
-            }),
-            environment: environment.clone(),
-            limits,
-            idempotent: true,
-        };
-        let eof = prepared.page.eof;
-        let prepared_next_offset = prepared.page.next_offset;
-        // While the worker runs this page, frame and hash the next one.
-        let (reply, framed) = std::thread::scope(|s| {
-            let worker = s.spawn(|| {
-                let started = Instant::now();
-                (pool.call(&call), started.elapsed())
-            });
-            let framed = (!eof).then(|| prepare(&mut framer));
-            let reply = worker.join();
-            (reply, framed)
-        });
-        provenance.page_count = index + 1;
-        let result_started = Instant::now();
-        if let Some((_, took)) = &framed {
-            provenance.timings.framing_ms += ms(*took);
-        }
-        let fail_at = |prov: &mut ArtifactProvenance, e: RunError| {
-            prov.failed_page_index = Some(index);
-            prov.failed_offset = Some(offset);
-            RunError {
-                message: format!("page {index} (byte offset {offset}): {}", e.message),
-                ..e
-            }
-        };
-        let reply = match reply {
-            Ok((Ok(r), took)) => {
-                provenance.timings.call_ms += ms(took);
-                provenance.timings.engine_ms += ms(r.engine_time);
-                r
-            }
-            Ok((Err(e), _)) => {
-                log.lines.extend(e.log.lines);
-                return Err(fail_at(provenance, RunError::from(e.failure)));
-            }
-            Err(_) => {
+            let state_json = serde_json::to_string(&state)
+                .map_err(|e| RunError::new("internal", "encode", e.to_string()))?;
+            let mut meta = prepared.meta_prefix;
+            meta.push_str(&state_json);
+            meta.push('}');
+            let eof = prepared.page.eof;
+            let covered = prepared.page.next_offset;
+            let call = Call {
+                bundle: bundle.clone(),
+                bundle_digest: digest_hex.clone(),
+                export: js.export.clone(),
+                input: base.to_vec(),
+                page: Some(PagePayload {
+                    meta: meta.into_bytes(),
+                    ends: prepared.ends,
+                    blob: prepared.blob,
+                }),
+                environment: environment.clone(),
+                limits,
+                idempotent: true,
+            };
+            let started = Instant::now();
+            let reply = pool.call(&call);
+            let call_took = started.elapsed();
+            drop(call);
+            provenance.page_count = index + 1;
+            let result_started = Instant::now();
+            let fail_at = |prov: &mut ArtifactProvenance, e: RunError| {
+                prov.failed_page_index = Some(index);
+                prov.failed_offset = Some(offset);
+                RunError {
+                    message: format!("page {index} (byte offset {offset}): {}", e.message),
+                    ..e
+                }
+            };
+            let reply = match reply {
+                Ok(r) => {
+                    provenance.timings.call_ms += ms(call_took);
+                    provenance.timings.engine_ms += ms(r.engine_time);
+                    r
+                }
+                Err(e) => {
+                    log.lines.extend(e.log.lines);
+                    return Err(fail_at(provenance, RunError::from(e.failure)));
+                }
+            };
+            log.lines.extend(reply.log.lines);
+            log.dropped_bytes += reply.log.dropped_bytes;
+            let output: Value = serde_json::from_slice(&reply.output).map_err(|e| {
+                fail_at(
+                    provenance,
+                    RunError::new("output_rejected", "invalid_json", e.to_string()),
+                )
+            })?;
+            let (new_state, done, rest) = match split_result(output, eof) {
+                Ok(x) => x,
+                Err(e) => return Err(fail_at(provenance, e)),
+            };
+            let state_len = serde_json::to_vec(&new_state).map(|v| v.len()).unwrap_or(0);
+            if state_len > MAX_STATE_BYTES {
                 return Err(fail_at(
                     provenance,
-                    RunError::new("internal", "panic", "the page call panicked"),
+                    RunError::new(
+                        "resource_limit",
+                        "state_bytes",
+                        format!(
+                            "the continuation state is {state_len} bytes; at most {MAX_STATE_BYTES} bytes (2 MiB) are carried between pages"
+                        ),
+                    ),
                 ));
             }
-        };
-        log.lines.extend(reply.log.lines);
-        log.dropped_bytes += reply.log.dropped_bytes;
-        let output: Value = serde_json::from_slice(&reply.output).map_err(|e| {
-            fail_at(
-                provenance,
-                RunError::new("output_rejected", "invalid_json", e.to_string()),
-            )
-        })?;
-        let (new_state, done, rest) = match split_result(output, eof) {
-            Ok(x) => x,
-            Err(e) => return Err(fail_at(provenance, e)),
-        };
-        let state_len = serde_json::to_vec(&new_state).map(|v| v.len()).unwrap_or(0);
-        if state_len > MAX_STATE_BYTES {
-            return Err(fail_at(
-                provenance,
-                RunError::new(
-                    "resource_limit",
-                    "state_bytes",
-                    format!(
-                        "the continuation state is {state_len} bytes; at most {MAX_STATE_BYTES} bytes (2 MiB) are carried between pages"
-                    ),
-                ),
-            ));
+            provenance.timings.result_ms += ms(result_started.elapsed());
+            if let Some(p) = progress {
+                p.report(&PageProgress {
+                    pages: index + 1,
+                    bytes: covered,
+                    total_bytes: artifact.bytes,
+                });
+            }
+            if eof || done {
+                provenance.finished = true;
+                return Ok(Produced {
+                    output: Value::Object(rest),
+                    log,
+                });
+            }
+            state = new_state;
         }
-        provenance.timings.result_ms += ms(result_started.elapsed());
-        if let Some(p) = progress {
-            p.report(&PageProgress {
-                pages: index + 1,
-                bytes: prepared_next_offset,
-                total_bytes: artifact.bytes,
-            });
-        }
-        if eof || done {
-            provenance.finished = true;
-            return Ok(Produced {
-                output: Value::Object(rest),
-                log,
-            });
-        }
-        state = new_state;
-        next = match framed {
-            Some((n, _)) => n,
-            None => Ok(None),
-        };
-    }
+    })
 }
 
 /// Splits a page result into (state, done, the rest). An intermediate result must be exactly

@@ -4,7 +4,8 @@
 //! host: no filesystem, network, environment, timers, clock or randomness. It is *not* a general
 //! JavaScript runtime; skill packages, inputs and receipts live in `runx-runtime`.
 //!
-//! - [`engine`]: the engine seam, and [`quickjs`] its default implementation.
+//! - [`engine`]: the engine seam, [`quickjs`] its default implementation, and (feature `v8`)
+//!   `v8`, V8 through deno_core.
 //! - [`bundle`] and [`specifier`]: the module closure and the one rule for what an import may name.
 //! - [`frame`] and [`protocol`]: length-prefixed frames between host and worker.
 //! - [`serve`]: the worker process loop (`runx __worker`, or the `runx-worker` binary).
@@ -49,3 +50,5 @@ pub mod protocol;
 pub mod quickjs;
 pub mod serve;
 pub mod specifier;
+#[cfg(feature = "v8")]
+pub mod v8;

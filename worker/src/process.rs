@@ -42,6 +42,15 @@ impl WorkerCommand {
         self.args.push(arg.into());
         self
     }
+
+    /// Asks the worker for the engine `name` (`--engine NAME`); the default engine adds nothing,
+    /// so workers that predate the flag keep working.
+    pub fn engine(self, name: &str) -> WorkerCommand {
+        if name == crate::serve::DEFAULT_ENGINE {
+            return self;
+        }
+        self.arg("--engine").arg(name)
+    }
 }
 
 /// Records of one page as the host sends them.

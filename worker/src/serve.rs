@@ -36,14 +36,64 @@ pub enum ServeError {
     /// The host spoke another protocol version.
     #[error("the host speaks protocol version {0}; this worker speaks {PROTOCOL_VERSION}")]
     Version(u32),
+    /// The engine asked for with `--engine` is unknown or not built into this executable.
+    #[error("{0}")]
+    Engine(String),
 }
 
-/// Entry point of a worker process: checks the environment, sets OS limits, serves stdin/stdout
-/// with the QuickJS engine until shutdown or end of input. Returns the process exit code.
+/// Entry point of a worker process: takes the engine from `--engine NAME` in the process's
+/// arguments (QuickJS when absent; the environment stays empty), then runs
+/// [`worker_main_with`]. Returns the process exit code.
 pub fn worker_main() -> i32 {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let engine = args
+        .iter()
+        .position(|a| a == "--engine")
+        .and_then(|i| args.get(i + 1).cloned())
+        .or_else(|| {
+            args.iter()
+                .find_map(|a| a.strip_prefix("--engine=").map(str::to_string))
+        });
+    worker_main_with(engine.as_deref().unwrap_or(DEFAULT_ENGINE))
+}
+
+/// The engine a worker uses when none is named.
+pub const DEFAULT_ENGINE: &str = "quickjs";
+
+/// The names of the engines built into this executable.
+pub fn engines_built() -> &'static [&'static str] {
+    if cfg!(feature = "v8") {
+        &["quickjs", "v8"]
+    } else {
+        &["quickjs"]
+    }
+}
+
+/// The engine named `name`, if it is built into this executable.
+pub fn engine_by_name(name: &str) -> Result<Box<dyn Engine>, ServeError> {
+    match name {
+        "quickjs" => Ok(Box::new(crate::quickjs::QuickJs::new())),
+        #[cfg(feature = "v8")]
+        "v8" => Ok(Box::new(crate::v8::V8::new())),
+        #[cfg(not(feature = "v8"))]
+        "v8" => Err(ServeError::Engine(
+            "the v8 engine is not built into this executable; build with `--features v8`"
+                .to_string(),
+        )),
+        other => Err(ServeError::Engine(format!(
+            "unknown engine `{other}`; the engines are: {}",
+            engines_built().join(", ")
+        ))),
+    }
+}
+
+/// Entry point of a worker process using the engine `engine` (`quickjs`, `v8`): checks the
+/// environment, sets OS limits, serves stdin/stdout until shutdown or end of input. Returns the
+/// process exit code.
+pub fn worker_main_with(engine: &str) -> i32 {
     match sandbox().and_then(|()| {
-        let mut engine = crate::quickjs::QuickJs::new();
-        serve(&mut engine, io::stdin().lock(), io::stdout().lock())
+        let mut engine = engine_by_name(engine)?;
+        serve(engine.as_mut(), io::stdin().lock(), io::stdout().lock())
     }) {
         Ok(()) => 0,
         Err(e) => {
