@@ -9,12 +9,14 @@ use crate::engine::{ConsoleLog, Engine, EngineCall, EngineOutput, PageInput};
 use crate::failure::{Failure, FailureCode};
 use crate::limits::{Limit, Limits};
 use crate::specifier;
+use rquickjs::context::intrinsic;
 use rquickjs::function::This;
 use rquickjs::loader::{ImportAttributes, Loader, Resolver};
 use rquickjs::module::Declared;
 use rquickjs::promise::PromiseState;
 use rquickjs::{
     Array, Context, Ctx, Function, Module, Object, Persistent, Promise, Runtime, Value,
+    WriteOptions,
 };
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
@@ -89,14 +91,61 @@ const NULL_EXCEPTION: &str = "null";
 
 const PRELUDE: &str = include_str!("prelude.js");
 
-/// The QuickJS engine.
+/// The intrinsics a context is built with: the ECMAScript ones. QuickJS's extras (`atob`,
+/// `performance`, `WeakRef`, `DOMException`) are never created, which is cheaper than deleting
+/// them; `Eval` is the compiler the module loader needs.
+type Intrinsics = (
+    intrinsic::Date,
+    intrinsic::Eval,
+    intrinsic::RegExpCompiler,
+    intrinsic::RegExp,
+    intrinsic::Json,
+    intrinsic::Proxy,
+    intrinsic::MapSet,
+    intrinsic::TypedArrays,
+    intrinsic::Promise,
+);
+
+/// The name the prelude module is registered under; `:` makes it unimportable by user code.
+const PRELUDE_MODULE: &str = "runx:prelude";
+
+/// The QuickJS engine. It keeps only the prelude's compiled bytecode between calls: parsing the
+/// prelude was the largest part of a trivial call.
 #[derive(Debug, Default)]
-pub struct QuickJs;
+pub struct QuickJs {
+    prelude: Option<Vec<u8>>,
+}
 
 impl QuickJs {
-    /// A new engine. It holds no state between calls.
+    /// A new engine.
     pub fn new() -> QuickJs {
-        QuickJs
+        QuickJs { prelude: None }
+    }
+
+    /// The prelude as QuickJS module bytecode, compiled once per engine.
+    fn prelude(&mut self) -> Result<&[u8], Failure> {
+        if self.prelude.is_none() {
+            let internal = |e: rquickjs::Error| {
+                Failure::new(
+                    FailureCode::Internal,
+                    format!("cannot compile the prelude: {e}"),
+                )
+            };
+            let rt = Runtime::new().map_err(internal)?;
+            let ctx = Context::custom::<Intrinsics>(&rt).map_err(internal)?;
+            let bytes = ctx
+                .with(|ctx| {
+                    Module::declare(
+                        ctx,
+                        PRELUDE_MODULE,
+                        format!("export const install = {PRELUDE};"),
+                    )?
+                    .write(WriteOptions::default())
+                })
+                .map_err(internal)?;
+            self.prelude = Some(bytes);
+        }
+        Ok(self.prelude.as_deref().unwrap_or_default())
     }
 }
 
@@ -106,7 +155,8 @@ impl Engine for QuickJs {
     }
 
     fn call(&mut self, call: &EngineCall<'_>) -> Result<EngineOutput, (Failure, ConsoleLog)> {
-        let session = Session::start(call).map_err(|f| (f, ConsoleLog::default()))?;
+        let prelude = self.prelude().map_err(|f| (f, ConsoleLog::default()))?;
+        let session = Session::start(call, prelude).map_err(|f| (f, ConsoleLog::default()))?;
         let result = session.run(call);
         let log = session.log.take();
         match result {
@@ -125,7 +175,9 @@ struct Shared {
     rejected: RefCell<Option<String>>,
 }
 
-struct Session {
+struct Session<'p> {
+    /// Prelude bytecode; QuickJS reads it in place, so it outlives the runtime.
+    prelude: &'p [u8],
     rt: Runtime,
     ctx: Context,
     shared: Rc<Shared>,
@@ -143,8 +195,8 @@ struct Prepared {
     evaluated: Persistent<Promise<'static>>,
 }
 
-impl Session {
-    fn start(call: &EngineCall<'_>) -> Result<Session, Failure> {
+impl<'p> Session<'p> {
+    fn start(call: &EngineCall<'_>, prelude: &'p [u8]) -> Result<Session<'p>, Failure> {
         let internal = |e: rquickjs::Error| Failure::new(FailureCode::Internal, e.to_string());
         let limits = call.limits;
         let rt = Runtime::new().map_err(internal)?;
@@ -166,8 +218,9 @@ impl Session {
             rejected: RefCell::new(None),
         });
         rt.set_loader(BundleResolver(shared.clone()), BundleLoader(shared.clone()));
-        let ctx = Context::full(&rt).map_err(internal)?;
+        let ctx = Context::custom::<Intrinsics>(&rt).map_err(internal)?;
         Ok(Session {
+            prelude,
             rt,
             ctx,
             shared,
@@ -229,7 +282,14 @@ impl Session {
         for (i, name) in ALLOWED_GLOBALS.iter().enumerate() {
             allowed.set(i, *name).map_err(fail(FailureCode::Internal))?;
         }
-        let prelude: Function = ctx.eval(PRELUDE).map_err(fail(FailureCode::Internal))?;
+        // SAFETY: the bytes are module bytecode written by `Module::write` of this same QuickJS
+        // build (`QuickJs::prelude`), never data from outside the process, and they outlive
+        // this call's runtime (the engine owns them), as reading them in place requires.
+        #[allow(unsafe_code)]
+        let module = unsafe { Module::load(ctx.clone(), self.prelude) }
+            .map_err(fail(FailureCode::Internal))?;
+        let (module, _) = module.eval().map_err(fail(FailureCode::Internal))?;
+        let prelude: Function = module.get("install").map_err(fail(FailureCode::Internal))?;
         let helpers: Object = prelude
             .call((sink, allowed))
             .map_err(fail(FailureCode::Internal))?;

@@ -112,6 +112,22 @@ pub fn only_intrinsics_are_global(e: &mut dyn Engine) {
     }
 }
 
+pub fn intrinsics_are_present(e: &mut dyn Engine) {
+    let names: Vec<&str> = runx_worker::quickjs::ALLOWED_GLOBALS
+        .iter()
+        .copied()
+        .filter(|n| *n != "undefined")
+        .collect();
+    let src =
+        format!("export default () => ({{ missing: {names:?}.filter(n => !(n in globalThis)) }});");
+    let out = output(run(e, &src, json!({})));
+    assert_eq!(
+        out["missing"],
+        json!([]),
+        "every ECMAScript intrinsic is there"
+    );
+}
+
 pub fn clock_is_pinned(e: &mut dyn Engine) {
     let out = output(run(
         e,
@@ -453,6 +469,7 @@ macro_rules! engine_suite {
             }
             case!(absent_globals);
             case!(only_intrinsics_are_global);
+            case!(intrinsics_are_present);
             case!(clock_is_pinned);
             case!(math_random_throws);
             case!(console_is_captured_and_bounded);
@@ -472,3 +489,5 @@ macro_rules! engine_suite {
 }
 
 engine_suite!(quickjs, runx_worker::quickjs::QuickJs::new());
+#[cfg(feature = "v8")]
+engine_suite!(v8, runx_worker::v8::V8::new());
