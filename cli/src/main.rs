@@ -128,7 +128,9 @@ fn runtime() -> Arc<Runtime> {
         Some(p) => runx_worker::process::WorkerCommand::new(p),
         None => worker,
     };
-    let engine = ENGINE.get().map_or(runx_worker::serve::DEFAULT_ENGINE, String::as_str);
+    let engine = ENGINE
+        .get()
+        .map_or(runx_worker::serve::DEFAULT_ENGINE, String::as_str);
     let rt = Arc::new(Runtime::new(worker.engine(engine)));
     let handler = rt.clone();
     if let Err(e) = ctrlc::set_handler(move || handler.interrupt()) {

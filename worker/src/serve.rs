@@ -91,8 +91,10 @@ pub fn engine_by_name(name: &str) -> Result<Box<dyn Engine>, ServeError> {
 /// environment, sets OS limits, serves stdin/stdout until shutdown or end of input. Returns the
 /// process exit code.
 pub fn worker_main_with(engine: &str) -> i32 {
-    match sandbox().and_then(|()| {
-        let mut engine = engine_by_name(engine)?;
+    // The engine is chosen before the sandbox so that a refusal can still be reported; making
+    // an engine starts no thread and touches no environment.
+    match engine_by_name(engine).and_then(|mut engine| {
+        sandbox()?;
         serve(engine.as_mut(), io::stdin().lock(), io::stdout().lock())
     }) {
         Ok(()) => 0,
