@@ -122,7 +122,7 @@ pub(crate) fn run(
         let crashed = matches!(outcome.termination, Termination::Signaled(_));
         match retry {
             Some(r) if crashed && outcome.stdout.total_bytes == 0 && attempts <= r.attempts => {
-                tracing::warn!(
+                tracing::info!(
                     attempt = attempts,
                     "cli-tool crashed before any output; retrying"
                 );
