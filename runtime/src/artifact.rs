@@ -93,24 +93,7 @@ pub fn admit(path: &str, root: &Path, instance: &str) -> Result<Artifact, RunErr
     }
     let io = |e: std::io::Error| admission("artifact_copy", format!("copying `{path}`: {e}"));
     let mut snapshot = tempfile::tempfile().map_err(io)?;
-    let mut hasher = Sha256::new();
-    let mut buf = vec![0u8; 1 << 20];
-    let mut total = 0u64;
-    loop {
-        let n = file.read(&mut buf).map_err(io)?;
-        if n == 0 {
-            break;
-        }
-        total += n as u64;
-        if total > MAX_ARTIFACT_BYTES {
-            return Err(admission(
-                "artifact_bytes",
-                format!("artifact `{path}` grew past 512 MiB while it was being admitted"),
-            ));
-        }
-        hasher.update(&buf[..n]);
-        snapshot.write_all(&buf[..n]).map_err(io)?;
-    }
+    let (total, digest) = copy_and_hash(&mut file, &mut snapshot, path, io)?;
     snapshot.flush().map_err(io)?;
     snapshot.seek(SeekFrom::Start(0)).map_err(io)?;
     let map = if total == 0 {
@@ -123,10 +106,75 @@ pub fn admit(path: &str, root: &Path, instance: &str) -> Result<Artifact, RunErr
             "artifact:{instance}:{}",
             COUNTER.fetch_add(1, Ordering::Relaxed)
         ),
-        whole_digest: format!("sha256:{}", hex::encode(hasher.finalize())),
+        whole_digest: digest,
         bytes: total,
         map,
     })
+}
+
+/// Bytes read, hashed and written at a time.
+const CHUNK_BYTES: usize = 1 << 20;
+
+/// Copies `source` into `snapshot` while a second thread hashes what was copied, one chunk
+/// behind: admission then costs about the larger of copying and hashing, not their sum.
+fn copy_and_hash(
+    source: &mut std::fs::File,
+    snapshot: &mut std::fs::File,
+    path: &str,
+    io: impl Fn(std::io::Error) -> RunError,
+) -> Result<(u64, String), RunError> {
+    std::thread::scope(|s| {
+        let (to_hash, chunks) = std::sync::mpsc::sync_channel::<Vec<u8>>(2);
+        let (give_back, spare) = std::sync::mpsc::channel::<Vec<u8>>();
+        let hasher = s.spawn(move || {
+            let mut h = Sha256::new();
+            for chunk in chunks {
+                h.update(&chunk);
+                let _ = give_back.send(chunk);
+            }
+            format!("sha256:{}", hex::encode(h.finalize()))
+        });
+        let mut total = 0u64;
+        loop {
+            let mut buf = spare.try_recv().unwrap_or_default();
+            buf.resize(CHUNK_BYTES, 0);
+            let n = read_full(source, &mut buf).map_err(&io)?;
+            if n == 0 {
+                break;
+            }
+            total += n as u64;
+            if total > MAX_ARTIFACT_BYTES {
+                return Err(admission(
+                    "artifact_bytes",
+                    format!("artifact `{path}` grew past 512 MiB while it was being admitted"),
+                ));
+            }
+            buf.truncate(n);
+            snapshot.write_all(&buf).map_err(&io)?;
+            if to_hash.send(buf).is_err() {
+                break;
+            }
+        }
+        drop(to_hash);
+        let digest = hasher
+            .join()
+            .map_err(|_| admission("artifact_copy", "the hashing thread failed".to_string()))?;
+        Ok((total, digest))
+    })
+}
+
+/// Reads until `buf` is full or the file ends.
+fn read_full(file: &mut std::fs::File, buf: &mut [u8]) -> std::io::Result<usize> {
+    let mut got = 0;
+    while got < buf.len() {
+        match file.read(&mut buf[got..]) {
+            Ok(0) => break,
+            Ok(n) => got += n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(got)
 }
 
 #[allow(unsafe_code)]

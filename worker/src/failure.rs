@@ -81,6 +81,24 @@ impl Failure {
         }
     }
 
+    /// The `module_rejected` failure for an entry module without the requested export
+    /// (`None`: the default export), listing the exports it does have.
+    pub fn missing_export(entry: &str, export: Option<&str>, exports: &[String]) -> Failure {
+        let what = match export {
+            Some(n) => format!("an export named `{n}`"),
+            None => "a default export".to_string(),
+        };
+        let have = if exports.is_empty() {
+            "none".to_string()
+        } else {
+            exports.join(", ")
+        };
+        Failure::new(
+            FailureCode::ModuleRejected,
+            format!("module `{entry}` has no {what} (its exports: {have})"),
+        )
+    }
+
     /// Marks the worker that produced this failure as not reusable.
     pub fn discard_worker(mut self) -> Failure {
         self.worker_reusable = false;

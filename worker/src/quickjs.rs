@@ -375,21 +375,7 @@ impl<'p> Session<'p> {
         let entry = &self.shared.bundle.entry;
         if export.is_undefined() {
             let names: Vec<String> = namespace.keys::<String>().filter_map(Result::ok).collect();
-            let what = match call.export {
-                Some(n) => format!("an export named `{n}`"),
-                None => "a default export".to_string(),
-            };
-            return Err(Failure::new(
-                FailureCode::ModuleRejected,
-                format!(
-                    "module `{entry}` has no {what} (its exports: {})",
-                    if names.is_empty() {
-                        "none".to_string()
-                    } else {
-                        names.join(", ")
-                    }
-                ),
-            ));
+            return Err(Failure::missing_export(entry, call.export, &names));
         }
         let Some(function) = export.as_function() else {
             return Err(Failure::new(

@@ -561,21 +561,7 @@ impl Session {
                     }
                 }
             }
-            let what = match call.export {
-                Some(n) => format!("an export named `{n}`"),
-                None => "a default export".to_string(),
-            };
-            return Err(Failure::new(
-                FailureCode::ModuleRejected,
-                format!(
-                    "module `{entry}` has no {what} (its exports: {})",
-                    if names.is_empty() {
-                        "none".to_string()
-                    } else {
-                        names.join(", ")
-                    }
-                ),
-            ));
+            return Err(Failure::missing_export(&entry, call.export, &names));
         }
         let Ok(function) = v8::Local::<v8::Function>::try_from(export) else {
             let kind = export.type_of(scope).to_rust_string_lossy(scope);
