@@ -3,9 +3,9 @@
 
 use crate::digest::digest;
 use crate::error::RunError;
-use crate::profile::{CliToolRunner, InputMode, Profile, RetryOn, Runner};
+use crate::profile::{CliToolRunner, InputMode, RetryOn, Runner};
 use crate::receipt::{ProcessRecord, Receipt, StreamRecord};
-use crate::runtime::{Produced, RunRequest, Runtime};
+use crate::runtime::{Produced, Runtime, Step};
 use crate::subprocess::{
     self, CAPTURE_LIMIT, Capture, DEFAULT_GRACE, ProcessSpec, SubprocessError, Termination,
 };
@@ -30,17 +30,19 @@ fn sub_error(e: SubprocessError) -> RunError {
 }
 
 /// Runs a cli-tool runner.
-#[allow(clippy::too_many_arguments)]
 pub(crate) fn run(
     rt: &Runtime,
-    profile: &Profile,
-    runner: &Runner,
+    step: Step<'_>,
     tool: &CliToolRunner,
-    inputs: Map<String, Value>,
-    environment: BTreeMap<String, String>,
-    req: &RunRequest,
     receipt: &mut Receipt,
 ) -> Result<Produced, RunError> {
+    let Step {
+        profile,
+        runner,
+        inputs,
+        environment,
+        req,
+    } = step;
     receipt.input_digest = Some(digest(&Value::Object(inputs.clone())));
     receipt.limits = BTreeMap::from([
         (

@@ -4,16 +4,15 @@ use crate::artifact::{self, Artifact};
 use crate::digest::{digest, sha256_hex};
 use crate::error::RunError;
 use crate::framing::{Framer, Page, PageBudget};
-use crate::profile::{JsRunner, PagesDecl, PathScope, Profile, Runner};
+use crate::profile::{JsRunner, PagesDecl, PathScope};
 use crate::receipt::{ArtifactProvenance, Receipt};
-use crate::runtime::{Produced, Runtime};
+use crate::runtime::{Produced, Runtime, Step};
 use runx_worker::bundle::ModuleBundle;
 use runx_worker::engine::ConsoleLog;
 use runx_worker::limits::Limits;
 use runx_worker::process::{Call, PagePayload};
 use serde_json::{Map, Value};
 use std::collections::BTreeMap;
-use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -59,16 +58,11 @@ const PER_RECORD_OVERHEAD: usize = 4;
 
 /// Everything a paged run needs.
 pub(crate) struct PagedRun<'a> {
-    pub profile: &'a Profile,
-    pub runner: &'a Runner,
+    pub step: Step<'a>,
     pub js: &'a JsRunner,
     pub pages: &'a PagesDecl,
     pub bundle: Arc<ModuleBundle>,
-    pub inputs: Map<String, Value>,
-    pub environment: BTreeMap<String, String>,
     pub limits: Limits,
-    pub workspace: &'a Path,
-    pub progress: Option<&'a ProgressSink>,
 }
 
 /// A page framed and hashed, waiting for the state of the page before it.
@@ -85,17 +79,20 @@ pub(crate) fn run(
     receipt: &mut Receipt,
 ) -> Result<Produced, RunError> {
     let PagedRun {
-        profile,
-        runner,
+        step,
         js,
         pages,
         bundle,
+        limits,
+    } = run;
+    let Step {
+        profile,
+        runner,
         mut inputs,
         environment,
-        limits,
-        workspace,
-        progress,
-    } = run;
+        req,
+    } = step;
+    let (workspace, progress) = (&req.workspace, req.progress.as_ref());
     let source = crate::inputs::page_source(runner, &inputs)?.ok_or_else(|| {
         RunError::new(
             "input",

@@ -4,7 +4,7 @@
 use crate::digest::digest;
 use crate::error::RunError;
 use crate::inputs::{check_outputs, resolve_inputs};
-use crate::profile::{self, JsRunner, Profile, Runner, RunnerKind};
+use crate::profile::{self, JsRunner, Profile, ProfileError, Runner, RunnerKind};
 use crate::receipt::Receipt;
 use crate::subprocess::CancelToken;
 use runx_worker::bundle::{self, ModuleBundle};
@@ -125,6 +125,16 @@ impl RunOutcome {
 pub(crate) struct Produced {
     pub output: Value,
     pub log: ConsoleLog,
+}
+
+/// A runner about to run: its package and declaration, and the inputs and environment values
+/// it was given (defaults applied, declared names only).
+pub(crate) struct Step<'a> {
+    pub profile: &'a Profile,
+    pub runner: &'a Runner,
+    pub inputs: Map<String, Value>,
+    pub environment: BTreeMap<String, String>,
+    pub req: &'a RunRequest,
 }
 
 /// Runs skills. Holds one worker pool, started on first use and reused by every run.
@@ -260,31 +270,22 @@ impl Runtime {
         let runner = profile.runner(req.runner.as_deref())?;
         receipt.runner = runner.name.clone();
         receipt.runner_type = runner.kind.type_name().to_string();
-        let inputs = resolve_inputs(runner, req.inputs.clone())?;
-        let environment = declared_environment(runner, &req.env)?;
+        let step = Step {
+            profile: &profile,
+            runner,
+            inputs: resolve_inputs(runner, req.inputs.clone())?,
+            environment: declared_environment(runner, &req.env)?,
+            req,
+        };
         let produced = match &runner.kind {
-            RunnerKind::Javascript(js) => {
-                self.run_javascript(&profile, runner, js, inputs, environment, req, receipt)?
-            }
-            RunnerKind::CliTool(tool) => crate::cli_tool::run(
-                self,
-                &profile,
-                runner,
-                tool,
-                inputs,
-                environment,
-                req,
-                receipt,
-            )?,
+            RunnerKind::Javascript(js) => self.run_javascript(step, js, receipt)?,
+            RunnerKind::CliTool(tool) => crate::cli_tool::run(self, step, tool, receipt)?,
             RunnerKind::Unsupported(ty) => {
-                return Err(RunError::new(
-                    "profile",
-                    "unsupported_runner",
-                    format!(
-                        "runner `{}` has type `{ty}`, which this runtime does not implement (supported: javascript, cli-tool)",
-                        runner.name
-                    ),
-                ));
+                return Err(ProfileError::UnsupportedRunner {
+                    runner: runner.name.clone(),
+                    ty: ty.clone(),
+                }
+                .into());
             }
         };
         *log = produced.log;
@@ -292,45 +293,35 @@ impl Runtime {
         Ok(produced.output)
     }
 
-    #[allow(clippy::too_many_arguments)]
     fn run_javascript(
         &self,
-        profile: &Profile,
-        runner: &Runner,
+        step: Step<'_>,
         js: &JsRunner,
-        inputs: Map<String, Value>,
-        environment: BTreeMap<String, String>,
-        req: &RunRequest,
         receipt: &mut Receipt,
     ) -> Result<Produced, RunError> {
-        let limits = Limits::default().with_wall(runner.timeout);
+        let limits = Limits::default().with_wall(step.runner.timeout);
         receipt.limits = limits
             .entries()
             .into_iter()
             .map(|(l, v)| (l.name().to_string(), v))
             .collect();
-        let bundle = collect_bundle(&profile.dir, &js.module, &limits)?;
+        let bundle = collect_bundle(&step.profile.dir, &js.module, &limits)?;
         receipt.bundle_digest = Some(bundle.digest());
         let bundle = Arc::new(bundle);
         if let Some(pages) = &js.pages {
             return crate::paged::run(
                 self,
                 crate::paged::PagedRun {
-                    profile,
-                    runner,
+                    step,
                     js,
                     pages,
                     bundle,
-                    inputs,
-                    environment,
                     limits,
-                    workspace: &req.workspace,
-                    progress: req.progress.as_ref(),
                 },
                 receipt,
             );
         }
-        let input_value = Value::Object(inputs);
+        let input_value = Value::Object(step.inputs);
         receipt.input_digest = Some(digest(&input_value));
         let input = serde_json::to_vec(&input_value)
             .map_err(|e| RunError::new("internal", "encode", e.to_string()))?;
@@ -346,7 +337,7 @@ impl Runtime {
             ));
         }
         let mut call = Call::new(bundle, js.export.as_deref(), input);
-        call.environment = environment;
+        call.environment = step.environment;
         call.limits = limits;
         call.idempotent = true;
         let reply = self
