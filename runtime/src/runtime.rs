@@ -440,17 +440,17 @@ fn discover_worker() -> WorkerCommand {
     WorkerCommand::new(exe).arg("__worker")
 }
 
-/// A per-instance random-looking id: time, pid and an address hashed together.
+/// A per-instance id: random bytes from the kernel, or time and pid where those are unavailable.
 fn instance_id() -> String {
-    use sha2::{Digest, Sha256};
-    let mut h = Sha256::new();
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_nanos())
-        .unwrap_or(0);
-    let local = 0u8;
-    h.update(now.to_le_bytes());
-    h.update(std::process::id().to_le_bytes());
-    h.update((&local as *const u8 as usize).to_le_bytes());
-    hex::encode(&h.finalize()[..8])
+    use std::io::Read;
+    let mut bytes = [0u8; 8];
+    let random = std::fs::File::open("/dev/urandom").and_then(|mut f| f.read_exact(&mut bytes));
+    if random.is_err() {
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos())
+            .unwrap_or(0);
+        bytes = ((now as u64) ^ (u64::from(std::process::id()) << 32)).to_le_bytes();
+    }
+    hex::encode(bytes)
 }
