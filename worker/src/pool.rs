@@ -145,8 +145,12 @@ impl Pool {
                     }
                     return Err(CallError { failure, log });
                 }
-                Err(InvokeError::NotSent(why)) => {
+                Err(e @ (InvokeError::NotSent(_) | InvokeError::NeedBundle)) => {
                     // The call never started, so running it elsewhere is safe.
+                    let why = match e {
+                        InvokeError::NotSent(why) => why,
+                        _ => "the worker kept asking for its bundle".to_string(),
+                    };
                     self.discard(worker, &why);
                     unsent += 1;
                     if unsent > 2 {

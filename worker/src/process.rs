@@ -2,7 +2,7 @@
 
 use crate::bundle::ModuleBundle;
 use crate::engine::ConsoleLog;
-use crate::failure::{Failure, FailureCode};
+use crate::failure::Failure;
 use crate::frame::{FrameError, read_frame, split_payload, write_frame};
 use crate::limits::{Limit, Limits};
 use crate::protocol::{Header, Message, PageLayout, encode_ends};
@@ -126,6 +126,8 @@ pub(crate) enum InvokeError {
     Lost(String),
     /// No answer by the deadline; the worker was killed.
     TimedOut,
+    /// The worker does not hold the bundle; the call did not start.
+    NeedBundle,
 }
 
 type Replies = Receiver<Result<Vec<u8>, FrameError>>;
@@ -260,8 +262,24 @@ impl WorkerProcess {
         }
     }
 
-    /// Sends one call and waits for its reply until the wall plus `grace`.
+    /// Sends one call and waits for its reply until the wall plus `grace`. The bundle goes
+    /// along the first time this worker needs it, and again if the worker asks for it.
     pub(crate) fn invoke(&mut self, call: &Call, grace: Duration) -> Result<Reply, InvokeError> {
+        match self.invoke_once(call, grace) {
+            Err(InvokeError::NeedBundle) => {
+                self.bundles.remove(&call.bundle_digest);
+                match self.invoke_once(call, grace) {
+                    Err(InvokeError::NeedBundle) => Err(InvokeError::Lost(
+                        "the worker asked again for the bundle it was just sent".to_string(),
+                    )),
+                    other => other,
+                }
+            }
+            other => other,
+        }
+    }
+
+    fn invoke_once(&mut self, call: &Call, grace: Duration) -> Result<Reply, InvokeError> {
         let call_id = self.next_call;
         self.next_call += 1;
         let send_bundle = !self.bundles.contains(&call.bundle_digest);
@@ -328,14 +346,8 @@ impl WorkerProcess {
                 worker_pid: self.pid,
                 engine_time: Duration::from_micros(engine_us),
             }),
-            Message::Failure { failure, log } => {
-                if failure.code == FailureCode::InvalidRequest
-                    && failure.message.contains("not cached")
-                {
-                    self.bundles.remove(&call.bundle_digest);
-                }
-                Err(InvokeError::Failed(failure, log))
-            }
+            Message::Failure { failure, log } => Err(InvokeError::Failed(failure, log)),
+            Message::NeedBundle { .. } => Err(InvokeError::NeedBundle),
             other => Err(InvokeError::Lost(format!(
                 "the worker answered an invoke with {other:?}"
             ))),

@@ -88,6 +88,13 @@ pub enum Message {
         #[serde(default)]
         log: ConsoleLog,
     },
+    /// Worker → host: the invoke named a bundle this worker does not hold (it was never sent,
+    /// or the worker's cache let it go); the call did not start. The host resends with the
+    /// bundle.
+    NeedBundle {
+        /// The digest the invoke named.
+        bundle_digest: String,
+    },
     /// Host → worker: are you alive?
     Health {
         /// Echoed back.

@@ -210,6 +210,10 @@ pub fn serve(
                 page,
             } => {
                 let limits = limits.narrow();
+                if bundle.is_none() && !bundles.contains_key(&bundle_digest) {
+                    out(&mut output, id, Message::NeedBundle { bundle_digest }, &[])?;
+                    continue;
+                }
                 let reply = (|| {
                     let bundle = cached_bundle(&mut bundles, &bundle_digest, bundle, &limits)?;
                     let bad_tail = || {
@@ -283,7 +287,8 @@ pub fn serve(
             other @ (Message::Ready { .. }
             | Message::Result { .. }
             | Message::Failure { .. }
-            | Message::Healthy { .. }) => {
+            | Message::Healthy { .. }
+            | Message::NeedBundle { .. }) => {
                 let f = Failure::new(
                     FailureCode::InvalidRequest,
                     format!(
@@ -315,6 +320,7 @@ fn message_name(m: &Message) -> &'static str {
         Message::Failure { .. } => "failure",
         Message::Health { .. } => "health",
         Message::Healthy { .. } => "healthy",
+        Message::NeedBundle { .. } => "need_bundle",
         Message::Shutdown => "shutdown",
     }
 }

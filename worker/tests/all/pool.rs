@@ -263,3 +263,19 @@ fn kill_all_stops_workers_and_refuses_calls() {
         .unwrap_err();
     assert!(e.failure.message.contains("shut down"));
 }
+
+#[test]
+fn bundles_evicted_from_a_worker_are_sent_again() {
+    let p = pool(1);
+    // More distinct bundles than a worker caches, twice round: the second round finds the
+    // first bundles evicted and the worker asks for them again.
+    for round in 0..2 {
+        for n in 0..20 {
+            let c = call(&format!("export default () => ({{ n: {n} }});"), json!({}));
+            let r = p
+                .call(&c)
+                .unwrap_or_else(|e| panic!("round {round}, bundle {n}: {e}"));
+            assert_eq!(out(&r), json!({"n": n}));
+        }
+    }
+}
