@@ -27,6 +27,30 @@ impl Artifact {
     pub fn data(&self) -> &[u8] {
         self.map.as_deref().unwrap_or(&[])
     }
+
+    /// Tells the kernel this process is done with `start..end` of the snapshot, so the memory
+    /// pages behind it leave this process's resident set: host memory stays flat however large
+    /// the artifact is. Reading the range again still works (it is faulted back in from the
+    /// snapshot file). Only whole memory pages inside the range are released.
+    pub fn release(&self, start: usize, end: usize) {
+        let Some(map) = &self.map else { return };
+        const PAGE: usize = 4096;
+        let from = start.div_ceil(PAGE) * PAGE;
+        let to = (end.min(map.len()) / PAGE) * PAGE;
+        if to > from {
+            release_range(map, from, to - from);
+        }
+    }
+}
+
+#[allow(unsafe_code)]
+fn release_range(map: &memmap2::Mmap, offset: usize, len: usize) {
+    // SAFETY: the map is a read-only shared mapping of the snapshot file, which no one writes
+    // after admission. MADV_DONTNEED only drops this process's page-table entries: the next
+    // access reads the same bytes back from the file, so every `&[u8]` into the map keeps
+    // seeing unchanged data. (The advice is "unchecked" in memmap2 because on private writable
+    // maps it would discard changes; there are none here.)
+    let _ = unsafe { map.unchecked_advise_range(memmap2::UncheckedAdvice::DontNeed, offset, len) };
 }
 
 fn admission(code: &str, message: String) -> RunError {

@@ -181,9 +181,17 @@ fn page_loop(
         s.spawn(move || {
             loop {
                 let started = Instant::now();
-                let next = framer
-                    .next_page(&budget)
-                    .map(|page| page.map(|page| prepare_page(artifact, pages, page, data)));
+                let next = framer.next_page(&budget).map(|page| {
+                    page.map(|page| {
+                        let prepared = prepare_page(artifact, pages, page, data);
+                        // Copied and hashed: this range of the map is not read again.
+                        artifact.release(
+                            prepared.page.offset as usize,
+                            prepared.page.next_offset as usize,
+                        );
+                        prepared
+                    })
+                });
                 let last = !matches!(&next, Ok(Some(p)) if !p.page.eof);
                 if tx.send((next, started.elapsed())).is_err() || last {
                     return;
