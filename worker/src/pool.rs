@@ -109,7 +109,13 @@ struct State {
 
 impl Pool {
     /// A pool; no worker starts until the first call.
-    pub fn new(config: PoolConfig) -> std::io::Result<Pool> {
+    pub fn new(mut config: PoolConfig) -> std::io::Result<Pool> {
+        // Workers start in another directory, so a relative program path (`./runx-worker`)
+        // must be made absolute against ours first.
+        let program = &config.command.program;
+        if program.is_relative() && program.components().count() > 1 {
+            config.command.program = std::env::current_dir()?.join(program);
+        }
         let workdir = std::env::temp_dir();
         Ok(Pool {
             inner: Arc::new(Inner {
