@@ -1,7 +1,11 @@
-//! Helpers shared by the benchmarks: statistics and synthetic archives.
+//! Helpers shared by the benchmarks: statistics, the log-log fit and child memory peaks. The
+//! workload itself (archive generator, aggregate module) is `runx_runtime::workload`, shared
+//! with `runx bench pages`.
 #![forbid(unsafe_code)]
 
 use std::time::Duration;
+
+pub use runx_runtime::workload::{AGGREGATE_MODULE, archive};
 
 /// Median and spread of a sample.
 pub struct Stats {
@@ -15,7 +19,7 @@ pub struct Stats {
     pub max: Duration,
 }
 
-/// Percentiles of `samples` (sorted in place).
+/// Percentiles of `samples` (sorted in place; must not be empty).
 pub fn stats(samples: &mut [Duration]) -> Stats {
     samples.sort();
     let at = |q: f64| samples[((samples.len() - 1) as f64 * q).round() as usize];
@@ -27,46 +31,85 @@ pub fn stats(samples: &mut [Duration]) -> Stats {
     }
 }
 
-/// A synthetic archive of records of about 250 bytes (ids, names, numbers, booleans, nested
-/// arrays, some non-ASCII text) behind a `window.YTD…` prefix, at least `bytes` long.
-pub fn archive(bytes: usize) -> (Vec<u8>, usize) {
-    let mut out = b"window.YTD.tweets.part0 = [\n".to_vec();
-    let mut n = 0usize;
-    while out.len() < bytes {
-        if n > 0 {
-            out.extend_from_slice(b",\n");
-        }
-        let text = if n.is_multiple_of(4) {
-            "naïve café — ünïcode"
-        } else {
-            "plain ascii text here"
-        };
-        let rec = serde_json::json!({
-            "id": n, "id_str": n.to_string(), "user": format!("user_{}", n % 977),
-            "text": format!("{text} #{n}"), "retweets": n % 113, "likes": (n * 7) % 1009,
-            "sensitive": n.is_multiple_of(9), "tags": ["a", "bb", format!("t{}", n % 17)],
-            "coords": [n as f64 / 3.0, -(n as f64) / 7.0],
-        });
-        out.extend_from_slice(rec.to_string().as_bytes());
-        n += 1;
+/// The growth exponent `b` of `y ≈ a·x^b`: the least-squares slope of `ln y` on `ln x`.
+/// `None` with fewer than two distinct positive `x`, or any non-positive value.
+pub fn growth_exponent(points: &[(f64, f64)]) -> Option<f64> {
+    if points.len() < 2 || points.iter().any(|&(x, y)| x <= 0.0 || y <= 0.0) {
+        return None;
     }
-    out.extend_from_slice(b"\n]\n");
-    (out, n)
+    let logs: Vec<(f64, f64)> = points.iter().map(|&(x, y)| (x.ln(), y.ln())).collect();
+    let n = logs.len() as f64;
+    let mx = logs.iter().map(|p| p.0).sum::<f64>() / n;
+    let my = logs.iter().map(|p| p.1).sum::<f64>() / n;
+    let sxx: f64 = logs.iter().map(|p| (p.0 - mx) * (p.0 - mx)).sum();
+    let sxy: f64 = logs.iter().map(|p| (p.0 - mx) * (p.1 - my)).sum();
+    if sxx <= f64::EPSILON {
+        return None;
+    }
+    Some(sxy / sxx)
 }
 
-/// The parse-and-aggregate module used by every throughput workload: it parses every record
-/// and keeps a bounded aggregate.
-pub const AGGREGATE_MODULE: &str = r#"
-export function page(inputs) {
-  const p = inputs.runx_page;
-  const s = p.state ?? { records: 0, likes: 0, sensitive: 0, users: {} };
-  for (const text of p.records) {
-    const r = JSON.parse(text);
-    s.records += 1; s.likes += r.likes; if (r.sensitive) s.sensitive += 1;
-    const k = r.user.length % 16; s.users[k] = (s.users[k] ?? 0) + 1;
-  }
-  if (p.eof) return { runx_page: { state: s }, records: s.records, likes: s.likes };
-  return { runx_page: { state: s } };
+/// A `kB` field (`VmHWM`, `RssAnon`, …) of `/proc/<pid>/status`.
+pub fn proc_status_kib(pid: u32, field: &str) -> Option<u64> {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    text.lines()
+        .find_map(|l| l.strip_prefix(field)?.strip_prefix(':'))
+        .and_then(|v| v.split_whitespace().next())
+        .and_then(|v| v.parse().ok())
 }
-export function trivial() { return { ok: true }; }
-"#;
+
+/// Process ids whose parent is `pid` (scans `/proc`).
+pub fn children_of(pid: u32) -> Vec<u32> {
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    dir.filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|&child| {
+            std::fs::read_to_string(format!("/proc/{child}/stat"))
+                .ok()
+                .and_then(|s| {
+                    // `pid (comm) state ppid …`; comm may hold spaces and parentheses.
+                    let rest = &s[s.rfind(')')? + 1..];
+                    rest.split_whitespace().nth(1)?.parse::<u32>().ok()
+                })
+                == Some(pid)
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fit_recovers_exponents() {
+        let lin: Vec<(f64, f64)> = [8.0, 64.0, 256.0, 512.0]
+            .iter()
+            .map(|&x| (x, 3.0 * x))
+            .collect();
+        assert!((growth_exponent(&lin).unwrap() - 1.0).abs() < 1e-9);
+        let quad: Vec<(f64, f64)> = [1.0, 2.0, 4.0].iter().map(|&x| (x, x * x)).collect();
+        assert!((growth_exponent(&quad).unwrap() - 2.0).abs() < 1e-9);
+        let flat = [(1.0, 5.0), (10.0, 5.0)];
+        assert!(growth_exponent(&flat).unwrap().abs() < 1e-9);
+        // Noise around x^1 still fits close to 1.
+        let noisy = [(8.0, 8.4), (64.0, 61.0), (256.0, 262.0), (512.0, 500.0)];
+        assert!((growth_exponent(&noisy).unwrap() - 1.0).abs() < 0.05);
+    }
+
+    #[test]
+    fn fit_rejects_degenerate_input() {
+        assert_eq!(growth_exponent(&[]), None);
+        assert_eq!(growth_exponent(&[(1.0, 1.0)]), None);
+        assert_eq!(growth_exponent(&[(2.0, 1.0), (2.0, 3.0)]), None);
+        assert_eq!(growth_exponent(&[(0.0, 1.0), (2.0, 3.0)]), None);
+        assert_eq!(growth_exponent(&[(1.0, -1.0), (2.0, 3.0)]), None);
+    }
+
+    #[test]
+    fn reads_own_status() {
+        let me = std::process::id();
+        assert!(proc_status_kib(me, "VmHWM").unwrap() > 0);
+        assert_eq!(proc_status_kib(me, "NoSuchField"), None);
+    }
+}

@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
 
+mod bench_cmd;
 mod harness_cmd;
 mod inspect;
 mod progress;
@@ -44,6 +45,8 @@ enum Command {
     Skill(SkillArgs),
     /// Run the fixture cases of skill packages.
     Harness(HarnessArgs),
+    /// Measure runx on this machine: `runx bench pages`.
+    Bench(bench_cmd::BenchArgs),
     /// The worker process (started by runx itself).
     #[command(name = "__worker", hide = true)]
     Worker,
@@ -99,6 +102,7 @@ fn main() -> ExitCode {
     match cli.command {
         Command::Skill(args) => skill(args),
         Command::Harness(args) => harness(args),
+        Command::Bench(args) => bench_cmd::run(&runtime(), args),
         Command::Worker => ExitCode::SUCCESS,
     }
 }

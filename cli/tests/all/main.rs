@@ -1,6 +1,7 @@
 //! End-to-end tests: the built `runx` binary against packages in `skill-fixtures/` and packages
 //! generated at test time.
 
+mod bench;
 mod cli_tool;
 mod harness;
 mod javascript;

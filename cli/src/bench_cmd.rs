@@ -1,0 +1,419 @@
+//! `runx bench pages`: the page-throughput workload of `cargo bench -p runx-benches`, from the
+//! installed binary.
+
+use crate::progress;
+use runx_runtime::Runtime;
+use runx_runtime::artifact::MAX_ARTIFACT_BYTES;
+use runx_runtime::profile::MAX_PAGE_BYTES;
+use runx_runtime::workload::{self, Bench, PAGE_SIZES, PagesRun};
+use serde_json::{Value, json};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+/// Measure runx on this machine.
+#[derive(clap::Args)]
+pub struct BenchArgs {
+    #[command(subcommand)]
+    what: BenchWhat,
+}
+
+#[derive(clap::Subcommand)]
+enum BenchWhat {
+    /// Page throughput: a generated archive of ~250-byte records through a module that parses
+    /// every record, with the split of the wall time.
+    Pages(PagesArgs),
+}
+
+#[derive(clap::Args)]
+struct PagesArgs {
+    /// Archive size(s), e.g. `256MiB`, `512KiB` or plain bytes; repeat or comma-separate
+    /// (default 64MiB; at most 512MiB).
+    #[arg(long, value_name = "SIZE", value_delimiter = ',', value_parser = parse_size)]
+    size: Vec<u64>,
+    /// Page size(s), e.g. `1MiB` (default 256KiB, 1MiB and 4MiB; at most 4MiB).
+    #[arg(long, value_name = "SIZE", value_delimiter = ',', value_parser = parse_size)]
+    page_bytes: Vec<u64>,
+    /// Runs of each measurement; the median is reported.
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=100))]
+    runs: u32,
+    /// Print one JSON object on stdout instead of the table.
+    #[arg(long)]
+    json: bool,
+    /// Also draw throughput (MB/s) against page size, one series per archive size, as SVG.
+    #[arg(long, value_name = "FILE.svg")]
+    plot: Option<PathBuf>,
+}
+
+/// Parses `256MiB`, `1MiB`, `512KiB`, `1GiB`, `4096B` or plain bytes (units are
+/// case-insensitive and binary).
+pub fn parse_size(text: &str) -> Result<u64, String> {
+    let t = text.trim();
+    let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
+    let (digits, unit) = t.split_at(split);
+    if digits.is_empty() {
+        return Err(format!(
+            "`{text}` is not a size; write e.g. 256MiB, 512KiB or plain bytes"
+        ));
+    }
+    let n: u64 = digits
+        .parse()
+        .map_err(|_| format!("`{text}`: the number is too large"))?;
+    let shift = match unit.trim().to_ascii_lowercase().as_str() {
+        "" | "b" => 0,
+        "k" | "kib" => 10,
+        "m" | "mib" => 20,
+        "g" | "gib" => 30,
+        other => {
+            return Err(format!(
+                "`{text}`: unknown unit `{other}`; use B, KiB, MiB or GiB"
+            ));
+        }
+    };
+    n.checked_mul(1u64 << shift)
+        .ok_or_else(|| format!("`{text}`: the size is too large"))
+}
+
+/// `bytes` in the largest binary unit that divides it.
+fn human(bytes: u64) -> String {
+    for (shift, unit) in [(30, "GiB"), (20, "MiB"), (10, "KiB")] {
+        if bytes >= 1 << shift && bytes.is_multiple_of(1 << shift) {
+            return format!("{}{unit}", bytes >> shift);
+        }
+    }
+    format!("{bytes}B")
+}
+
+/// One (archive size, page size) cell, over its runs.
+struct Cell {
+    size: u64,
+    file_bytes: u64,
+    records: u64,
+    page_bytes: u64,
+    /// Sorted by wall; the median is in the middle.
+    runs: Vec<PagesRun>,
+}
+
+impl Cell {
+    fn median(&self) -> &PagesRun {
+        &self.runs[self.runs.len() / 2]
+    }
+    fn mb_per_s(&self, r: &PagesRun) -> f64 {
+        self.file_bytes as f64 / 1e6 / r.wall.as_secs_f64().max(1e-9)
+    }
+    fn to_json(&self) -> Value {
+        let m = self.median();
+        let s = &m.split;
+        let secs = m.wall.as_secs_f64().max(1e-9);
+        let parts = s.parts();
+        let ms: serde_json::Map<String, Value> = parts
+            .iter()
+            .map(|(k, v)| (k.to_string(), json!(v)))
+            .collect();
+        let pct: serde_json::Map<String, Value> = parts
+            .iter()
+            .map(|(k, v)| (k.to_string(), json!(s.percent(*v))))
+            .collect();
+        json!({
+            "size_bytes": self.size,
+            "file_bytes": self.file_bytes,
+            "records": self.records,
+            "page_bytes": self.page_bytes,
+            "pages": m.pages,
+            "wall_ms": m.wall.as_secs_f64() * 1000.0,
+            "mb_per_s": self.mb_per_s(m),
+            "records_per_s": self.records as f64 / secs,
+            "spread_mb_per_s": [
+                self.mb_per_s(&self.runs[self.runs.len() - 1]),
+                self.mb_per_s(&self.runs[0]),
+            ],
+            "timings_ms": ms,
+            "receipt_wall_ms": s.wall_ms,
+            "split_percent": pct,
+        })
+    }
+}
+
+pub fn run(rt: &Runtime, args: BenchArgs) -> ExitCode {
+    match args.what {
+        BenchWhat::Pages(a) => pages(rt, a),
+    }
+}
+
+fn pages(rt: &Runtime, args: PagesArgs) -> ExitCode {
+    let sizes = if args.size.is_empty() {
+        vec![64 << 20]
+    } else {
+        args.size.clone()
+    };
+    let page_sizes: Vec<u64> = if args.page_bytes.is_empty() {
+        PAGE_SIZES.iter().map(|&p| p as u64).collect()
+    } else {
+        args.page_bytes.clone()
+    };
+    if let Some(&s) = sizes.iter().find(|&&s| s == 0 || s > MAX_ARTIFACT_BYTES) {
+        return crate::usage(&format!(
+            "--size {}: allowed 1 byte to 512MiB (the largest artifact admitted)",
+            human(s)
+        ));
+    }
+    if let Some(&p) = page_sizes
+        .iter()
+        .find(|&&p| p == 0 || p > MAX_PAGE_BYTES as u64)
+    {
+        return crate::usage(&format!(
+            "--page-bytes {}: allowed 1 byte to 4MiB",
+            human(p)
+        ));
+    }
+    if let Some(plot) = &args.plot
+        && plot.extension().and_then(|e| e.to_str()) != Some("svg")
+    {
+        return crate::usage(&format!(
+            "--plot {}: the file must end in .svg",
+            plot.display()
+        ));
+    }
+    let dir = match tempfile::Builder::new().prefix("runx-bench-").tempdir() {
+        Ok(d) => d,
+        Err(e) => {
+            eprintln!("runx: cannot create a temporary directory: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let page_usizes: Vec<usize> = page_sizes.iter().map(|&p| p as usize).collect();
+    let bench = Bench {
+        workspace: dir.path().to_path_buf(),
+        package: dir.path().join("pkg"),
+        archive: "archive.js".to_string(),
+    };
+    if let Err(e) = workload::write_package(&bench.package, &page_usizes) {
+        eprintln!("runx: cannot write the bench package: {e}");
+        return ExitCode::FAILURE;
+    }
+    let mut cells = Vec::new();
+    for &size in &sizes {
+        let info = match std::fs::File::create(dir.path().join(&bench.archive))
+            .and_then(|mut f| workload::write_archive(&mut f, size))
+        {
+            Ok(i) => i,
+            Err(e) => {
+                eprintln!("runx: cannot write the archive: {e}");
+                return ExitCode::FAILURE;
+            }
+        };
+        for &page_bytes in &page_sizes {
+            let mut runs = Vec::new();
+            for _ in 0..args.runs {
+                let bar = progress::sink();
+                let result = bench.run_pages(
+                    rt,
+                    page_bytes as usize,
+                    bar.as_ref().map(|(s, _)| s.clone()),
+                );
+                if let Some((_, b)) = &bar {
+                    progress::finish(b);
+                }
+                match result {
+                    Ok(r) => runs.push(r),
+                    Err(e) => {
+                        eprintln!(
+                            "runx: bench pages ({} archive, {} pages) failed ({}/{}): {}",
+                            human(size),
+                            human(page_bytes),
+                            e.kind,
+                            e.code,
+                            e.message
+                        );
+                        return ExitCode::FAILURE;
+                    }
+                }
+            }
+            runs.sort_by_key(|r| r.wall);
+            let cell = Cell {
+                size,
+                file_bytes: info.bytes,
+                records: info.records,
+                page_bytes,
+                runs,
+            };
+            if !args.json {
+                if cells.is_empty() {
+                    print_header(args.runs);
+                }
+                print_row(&cell);
+            }
+            cells.push(cell);
+        }
+    }
+    drop(dir);
+    let plot_error = args
+        .plot
+        .as_deref()
+        .and_then(|p| plot(p, &cells).err().map(|e| (p, e)));
+    if let Some((p, e)) = &plot_error {
+        eprintln!("runx: cannot draw {}: {e}", p.display());
+    } else if let (Some(p), false) = (&args.plot, args.json) {
+        println!("plot: {}", p.display());
+    }
+    if args.json {
+        let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+        println!(
+            "{}",
+            json!({
+                "schema": "runx.bench.pages.v1",
+                "runs": args.runs,
+                "cpus": cpus,
+                "results": cells.iter().map(Cell::to_json).collect::<Vec<_>>(),
+                "plot": args.plot.as_ref().filter(|_| plot_error.is_none()).map(|p| p.display().to_string()),
+            })
+        );
+    }
+    if plot_error.is_some() {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    }
+}
+
+fn print_header(runs: u32) {
+    println!(
+        "median of {runs} run(s); time split in % of the paged wall (framing overlaps the calls)"
+    );
+    println!(
+        "{:>8} {:>8} {:>6} {:>8} {:>11} {:>10} {:>8} {:>10} {:>11} {:>7}",
+        "size",
+        "page",
+        "pages",
+        "MB/s",
+        "records/s",
+        "admission",
+        "framing",
+        "transport",
+        "javascript",
+        "result"
+    );
+}
+
+fn print_row(c: &Cell) {
+    let m = c.median();
+    let s = &m.split;
+    println!(
+        "{:>8} {:>8} {:>6} {:>8.1} {:>11.0} {:>9.1}% {:>7.1}% {:>9.1}% {:>10.1}% {:>6.1}%",
+        human(c.size),
+        human(c.page_bytes),
+        m.pages,
+        c.mb_per_s(m),
+        c.records as f64 / m.wall.as_secs_f64().max(1e-9),
+        s.percent(s.admission_ms),
+        s.percent(s.framing_ms),
+        s.percent(s.transport_ms),
+        s.percent(s.engine_ms),
+        s.percent(s.result_ms),
+    );
+}
+
+/// Draws MB/s against page size (log scale), one series per archive size.
+fn plot(path: &Path, cells: &[Cell]) -> Result<(), String> {
+    use plotters::prelude::*;
+    let err = |e: &dyn std::fmt::Display| e.to_string();
+    // x is log2(page bytes), labelled with the size itself.
+    let kib = |b: u64| (b.max(1) as f64).log2();
+    let (mut x0, mut x1, mut y1) = (f64::MAX, 0.0f64, 0.0f64);
+    for c in cells {
+        x0 = x0.min(kib(c.page_bytes));
+        x1 = x1.max(kib(c.page_bytes));
+        y1 = y1.max(c.mb_per_s(c.median()));
+    }
+    if cells.is_empty() {
+        (x0, x1, y1) = (10.0, 10.0, 1.0);
+    }
+    let (x0, x1) = (x0.floor() - 0.5, x1.ceil() + 0.5);
+    let x_labels = (x1 - x0).ceil() as usize + 1;
+    let root = SVGBackend::new(path, (800, 500)).into_drawing_area();
+    root.fill(&WHITE).map_err(|e| err(&e))?;
+    let mut chart = ChartBuilder::on(&root)
+        .caption("runx page throughput", ("sans-serif", 22))
+        .margin(16)
+        .x_label_area_size(44)
+        .y_label_area_size(60)
+        .build_cartesian_2d(x0..x1, 0.0..(y1 * 1.15).max(1.0))
+        .map_err(|e| err(&e))?;
+    chart
+        .configure_mesh()
+        .x_desc("page size (log scale)")
+        .y_desc("throughput (MB/s of source)")
+        .x_labels(x_labels)
+        .x_label_formatter(&|x| {
+            if (x - x.round()).abs() < 1e-6 && (0.0..63.0).contains(x) {
+                human(1u64 << (x.round() as u32))
+            } else {
+                String::new()
+            }
+        })
+        .draw()
+        .map_err(|e| err(&e))?;
+    let mut sizes: Vec<u64> = cells.iter().map(|c| c.size).collect();
+    sizes.dedup();
+    for (i, size) in sizes.iter().enumerate() {
+        let color = Palette99::pick(i).to_rgba();
+        let points: Vec<(f64, f64)> = cells
+            .iter()
+            .filter(|c| c.size == *size)
+            .map(|c| (kib(c.page_bytes), c.mb_per_s(c.median())))
+            .collect();
+        chart
+            .draw_series(LineSeries::new(points.clone(), color.stroke_width(2)))
+            .map_err(|e| err(&e))?
+            .label(format!("{} archive", human(*size)))
+            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 16, y)], color));
+        chart
+            .draw_series(PointSeries::of_element(
+                points,
+                4,
+                color.filled(),
+                &|c, s, st| Circle::new(c, s, st),
+            ))
+            .map_err(|e| err(&e))?;
+    }
+    chart
+        .configure_series_labels()
+        .background_style(WHITE.mix(0.8))
+        .border_style(BLACK)
+        .draw()
+        .map_err(|e| err(&e))?;
+    root.present().map_err(|e| err(&e))?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_parse() {
+        assert_eq!(parse_size("256MiB"), Ok(256 << 20));
+        assert_eq!(parse_size("1MiB"), Ok(1 << 20));
+        assert_eq!(parse_size("512KiB"), Ok(512 << 10));
+        assert_eq!(parse_size("1GiB"), Ok(1 << 30));
+        assert_eq!(parse_size("4096"), Ok(4096));
+        assert_eq!(parse_size("4096B"), Ok(4096));
+        assert_eq!(parse_size("64mib"), Ok(64 << 20));
+        assert_eq!(parse_size(" 2 MiB "), Ok(2 << 20));
+        assert_eq!(parse_size("8M"), Ok(8 << 20));
+        assert!(parse_size("").is_err());
+        assert!(parse_size("MiB").is_err());
+        assert!(parse_size("1.5MiB").is_err());
+        assert!(parse_size("-1").is_err());
+        assert!(parse_size("12 parsecs").is_err());
+        assert!(parse_size("99999999999999999999").is_err());
+        assert!(parse_size("17179869184GiB").is_err());
+    }
+
+    #[test]
+    fn sizes_print() {
+        assert_eq!(human(64 << 20), "64MiB");
+        assert_eq!(human(256 << 10), "256KiB");
+        assert_eq!(human(1000), "1000B");
+        assert_eq!(human(3 << 30), "3GiB");
+    }
+}
