@@ -116,9 +116,10 @@ pub fn admit(path: &str, root: &Path, instance: &str) -> Result<Artifact, RunErr
         ));
     }
     let io = |e: std::io::Error| admission("artifact_copy", format!("copying `{path}`: {e}"));
-    let mut snapshot = tempfile::tempfile().map_err(io)?;
+    let mut snapshot = snapshot_file().map_err(io)?;
     let (total, digest) = copy_and_hash(&mut file, &mut snapshot, path, io)?;
     snapshot.flush().map_err(io)?;
+    seal(&snapshot);
     snapshot.seek(SeekFrom::Start(0)).map_err(io)?;
     let map = if total == 0 {
         None
@@ -134,6 +135,32 @@ pub fn admit(path: &str, root: &Path, instance: &str) -> Result<Artifact, RunErr
         bytes: total,
         map,
     })
+}
+
+/// A new, empty, unnamed file for a snapshot: a memory file where the kernel has them (no disk
+/// writeback competes with the run, and nothing else can open it), else an unlinked temporary
+/// file.
+fn snapshot_file() -> std::io::Result<std::fs::File> {
+    use nix::sys::memfd::{MFdFlags, memfd_create};
+    match memfd_create(
+        c"runx-artifact",
+        MFdFlags::MFD_CLOEXEC | MFdFlags::MFD_ALLOW_SEALING,
+    ) {
+        Ok(fd) => Ok(std::fs::File::from(fd)),
+        Err(_) => tempfile::tempfile(),
+    }
+}
+
+/// Seals a memory-file snapshot against any further change (writes, growth, shrinking), so
+/// the bytes that were hashed are the bytes every page reads. A temporary file cannot be
+/// sealed; it is unlinked and only this process holds it.
+fn seal(snapshot: &std::fs::File) {
+    use nix::fcntl::{FcntlArg, SealFlag, fcntl};
+    let seals = SealFlag::F_SEAL_SEAL
+        | SealFlag::F_SEAL_SHRINK
+        | SealFlag::F_SEAL_GROW
+        | SealFlag::F_SEAL_WRITE;
+    let _ = fcntl(snapshot, FcntlArg::F_ADD_SEALS(seals));
 }
 
 /// Bytes read, hashed and written at a time.
@@ -203,7 +230,46 @@ fn read_full(file: &mut std::fs::File, buf: &mut [u8]) -> std::io::Result<usize>
 
 #[allow(unsafe_code)]
 fn map_snapshot(file: &std::fs::File) -> std::io::Result<memmap2::Mmap> {
-    // SAFETY: the snapshot is an unlinked temporary file created and written by this process
-    // alone; nothing else can open, truncate or modify it while the map is alive.
+    // SAFETY: the snapshot is a sealed memory file or an unlinked temporary file, created and
+    // written by this process alone before mapping; nothing can open, truncate or modify it
+    // while the map is alive.
     unsafe { memmap2::Mmap::map(file) }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_snapshot_does_not_follow_the_source() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("a.json"), b"[1, 2, 3]").unwrap();
+        let a = admit("a.json", dir.path(), "test").unwrap();
+        std::fs::write(dir.path().join("a.json"), b"[4, 5, 6, 7, 8]").unwrap();
+        assert_eq!(a.data(), b"[1, 2, 3]");
+        assert_eq!(a.bytes, 9);
+        assert_eq!(a.whole_digest, crate::digest::sha256_hex(b"[1, 2, 3]"));
+        let b = admit("a.json", dir.path(), "test").unwrap();
+        assert_ne!(a.artifact_ref, b.artifact_ref);
+        assert_eq!(b.data(), b"[4, 5, 6, 7, 8]");
+    }
+
+    #[test]
+    fn released_ranges_read_back_unchanged() {
+        let dir = tempfile::tempdir().unwrap();
+        let body: Vec<u8> = (0..3 * 4096 + 100).map(|i| (i % 251) as u8).collect();
+        std::fs::write(dir.path().join("b.bin"), &body).unwrap();
+        let a = admit("b.bin", dir.path(), "test").unwrap();
+        a.release(0, body.len());
+        assert_eq!(a.data(), &body[..]);
+    }
+
+    #[test]
+    fn empty_files_are_admitted() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("e.json"), b"").unwrap();
+        let a = admit("e.json", dir.path(), "test").unwrap();
+        assert_eq!(a.bytes, 0);
+        assert!(a.data().is_empty());
+    }
 }

@@ -178,12 +178,16 @@ fn page_loop(
     // validated, copied into its transport layout and hashed.
     std::thread::scope(|s| {
         let (tx, pages_ahead) = std::sync::mpsc::sync_channel(1);
+        // Record buffers come back after their call, so pages reuse memory instead of
+        // faulting in a fresh megabyte each.
+        let (give_back, spare_blobs) = std::sync::mpsc::channel::<Vec<u8>>();
         s.spawn(move || {
             loop {
                 let started = Instant::now();
                 let next = framer.next_page(&budget).map(|page| {
                     page.map(|page| {
-                        let prepared = prepare_page(artifact, pages, page, data);
+                        let blob = spare_blobs.try_recv().unwrap_or_default();
+                        let prepared = prepare_page(artifact, pages, page, data, blob);
                         // Copied and hashed: this range of the map is not read again.
                         artifact.release(
                             prepared.page.offset as usize,
@@ -240,7 +244,7 @@ fn page_loop(
             meta.push('}');
             let eof = prepared.page.eof;
             let covered = prepared.page.next_offset;
-            let call = Call {
+            let mut call = Call {
                 bundle: bundle.clone(),
                 bundle_digest: digest_hex.clone(),
                 export: js.export.clone(),
@@ -257,7 +261,9 @@ fn page_loop(
             let started = Instant::now();
             let reply = pool.call(&call);
             let call_took = started.elapsed();
-            drop(call);
+            if let Some(page) = call.page.take() {
+                let _ = give_back.send(page.blob);
+            }
             provenance.page_count = index + 1;
             let result_started = Instant::now();
             let fail_at = |prov: &mut ArtifactProvenance, e: RunError| {
@@ -373,8 +379,15 @@ fn split_result(output: Value, eof: bool) -> Result<(Value, bool, Map<String, Va
 }
 
 /// Copies a page's records into the transport layout and hashes its byte range.
-fn prepare_page(artifact: &Artifact, pages: &PagesDecl, page: Page, data: &[u8]) -> Prepared {
-    let mut blob = Vec::with_capacity(page.record_bytes());
+fn prepare_page(
+    artifact: &Artifact,
+    pages: &PagesDecl,
+    page: Page,
+    data: &[u8],
+    mut blob: Vec<u8>,
+) -> Prepared {
+    blob.clear();
+    blob.reserve(page.record_bytes());
     let mut ends = Vec::with_capacity(page.records.len());
     for r in &page.records {
         blob.extend_from_slice(&data[r.clone()]);
