@@ -1,6 +1,8 @@
 //! `runx`: run skill packages from a shell. Flag parsing and presentation only; the behaviour
 //! lives in `runx-runtime` and `runx-worker`.
 
+#![forbid(unsafe_code)]
+
 use clap::{Parser, Subcommand};
 use runx_runtime::inputs::{parse_kv, parse_object};
 use runx_runtime::{RunError, RunOutcome, RunRequest, Runtime};
