@@ -1,6 +1,6 @@
 //! Typed call failures: one stable code, an optional limit, a human message.
 
-use crate::limits::Limit;
+use crate::limits::{Limit, Limits};
 use serde::{Deserialize, Serialize};
 
 /// The stable machine-readable failure codes of a call.
@@ -78,6 +78,32 @@ impl Failure {
             limit: Some(limit),
             message: message.into(),
             worker_reusable: true,
+        }
+    }
+
+    /// The `resource_limit` failure for a call that went past `limit`, with the one message
+    /// every engine uses for it, naming the limit's value.
+    pub fn exceeded(limit: Limit, limits: &Limits) -> Failure {
+        let value = limits.value(limit);
+        let message = match limit {
+            Limit::WallMilliseconds => {
+                format!("the call ran past its wall of {value} ms and was stopped")
+            }
+            Limit::HeapBytes => format!("the JavaScript heap exceeded its limit of {value} bytes"),
+            Limit::StackBytes => format!(
+                "the call exceeded the JavaScript stack limit of {value} bytes (runaway recursion?)"
+            ),
+            other => format!("the call exceeded its {other} limit of {value}"),
+        };
+        Failure::limit(limit, message)
+    }
+
+    /// The failure of `code` for a thrown value described by `text`.
+    pub fn thrown(code: FailureCode, text: &str) -> Failure {
+        if text.is_empty() {
+            Failure::new(code, "the export threw a value with no message")
+        } else {
+            Failure::new(code, text)
         }
     }
 

@@ -244,13 +244,7 @@ impl<'p> Session<'p> {
         // constructor leaves behind (a module that literally throws `null` is reported the same).
         let used = usize::try_from(self.rt.memory_usage().malloc_size).unwrap_or(0);
         if used >= self.limits.heap_bytes / 10 * 9 || f.message == NULL_EXCEPTION {
-            return Failure::limit(
-                Limit::HeapBytes,
-                format!(
-                    "the JavaScript heap exceeded its limit of {} bytes",
-                    self.limits.heap_bytes
-                ),
-            );
+            return Failure::exceeded(Limit::HeapBytes, &self.limits);
         }
         f
     }
@@ -493,44 +487,21 @@ impl<'p> Session<'p> {
     /// refused imports, then the stage's own code.
     fn classify(&self, code: FailureCode, text: &str) -> Failure {
         if self.interrupted.get() {
-            return Failure::limit(
-                Limit::WallMilliseconds,
-                format!(
-                    "the call ran past its wall of {} ms and was stopped",
-                    self.limits.wall_milliseconds
-                ),
-            );
+            return Failure::exceeded(Limit::WallMilliseconds, &self.limits);
         }
         if text.contains("out of memory")
             || text.contains("string too long")
             || text.contains("invalid array length")
         {
-            return Failure::limit(
-                Limit::HeapBytes,
-                format!(
-                    "the JavaScript heap exceeded its limit of {} bytes",
-                    self.limits.heap_bytes
-                ),
-            );
+            return Failure::exceeded(Limit::HeapBytes, &self.limits);
         }
         if text.contains("Maximum call stack size exceeded") || text.contains("stack overflow") {
-            return Failure::limit(
-                Limit::StackBytes,
-                format!(
-                    "the call exceeded the JavaScript stack limit of {} bytes (runaway recursion?)",
-                    self.limits.stack_bytes
-                ),
-            );
+            return Failure::exceeded(Limit::StackBytes, &self.limits);
         }
         if let Some(spec) = self.shared.rejected.borrow().clone() {
             return Failure::new(FailureCode::ModuleRejected, spec);
         }
-        let text = if text.is_empty() {
-            "the export threw a value with no message"
-        } else {
-            text
-        };
-        Failure::new(code, text)
+        Failure::thrown(code, text)
     }
 }
 

@@ -220,13 +220,7 @@ struct Classifier {
 
 impl Classifier {
     fn heap(&self) -> Failure {
-        Failure::limit(
-            Limit::HeapBytes,
-            format!(
-                "the JavaScript heap exceeded its limit of {} bytes",
-                self.limits.heap_bytes
-            ),
-        )
+        Failure::exceeded(Limit::HeapBytes, &self.limits)
     }
 
     /// Limits first (they explain everything after them), then refused imports, then the
@@ -236,13 +230,7 @@ impl Classifier {
             return self.heap();
         }
         if self.flags.wall.load(Ordering::SeqCst) {
-            return Failure::limit(
-                Limit::WallMilliseconds,
-                format!(
-                    "the call ran past its wall of {} ms and was stopped",
-                    self.limits.wall_milliseconds
-                ),
-            );
+            return Failure::exceeded(Limit::WallMilliseconds, &self.limits);
         }
         let lower = text.to_ascii_lowercase();
         if lower.contains("out of memory")
@@ -254,13 +242,7 @@ impl Classifier {
             return self.heap();
         }
         if text.contains("Maximum call stack size exceeded") {
-            return Failure::limit(
-                Limit::StackBytes,
-                format!(
-                    "the call exceeded the JavaScript stack limit of {} bytes (runaway recursion?)",
-                    self.limits.stack_bytes
-                ),
-            );
+            return Failure::exceeded(Limit::StackBytes, &self.limits);
         }
         if let Some(spec) = self
             .shared
@@ -269,12 +251,7 @@ impl Classifier {
         {
             return Failure::new(FailureCode::ModuleRejected, spec);
         }
-        let text = if text.is_empty() {
-            "the export threw a value with no message"
-        } else {
-            text
-        };
-        Failure::new(code, text)
+        Failure::thrown(code, text)
     }
 
     /// The failure for an error from deno_core; `what` names a promise that may never settle.
