@@ -210,12 +210,18 @@ pub fn serve(
                 page,
             } => {
                 let limits = limits.narrow();
-                if bundle.is_none() && !bundles.contains_key(&bundle_digest) {
-                    out(&mut output, id, Message::NeedBundle { bundle_digest }, &[])?;
-                    continue;
-                }
+                let bundle = match cached_bundle(&mut bundles, &bundle_digest, bundle, &limits) {
+                    Ok(Some(b)) => b,
+                    Ok(None) => {
+                        out(&mut output, id, Message::NeedBundle { bundle_digest }, &[])?;
+                        continue;
+                    }
+                    Err(failure) => {
+                        out(&mut output, id, reject(failure), &[])?;
+                        continue;
+                    }
+                };
                 let reply = (|| {
-                    let bundle = cached_bundle(&mut bundles, &bundle_digest, bundle, &limits)?;
                     let bad_tail = || {
                         Failure::new(
                             FailureCode::InvalidRequest,
@@ -326,20 +332,18 @@ fn message_name(m: &Message) -> &'static str {
 }
 
 /// Finds the bundle by digest, or admits the one sent along after checking its digest and size.
+/// `None`: neither cached nor sent, so the host must send it.
 fn cached_bundle(
     cache: &mut HashMap<String, Arc<ModuleBundle>>,
     digest: &str,
     sent: Option<ModuleBundle>,
     limits: &crate::limits::Limits,
-) -> Result<Arc<ModuleBundle>, Failure> {
+) -> Result<Option<Arc<ModuleBundle>>, Failure> {
     if let Some(b) = cache.get(digest) {
-        return Ok(b.clone());
+        return Ok(Some(b.clone()));
     }
     let Some(bundle) = sent else {
-        return Err(Failure::new(
-            FailureCode::InvalidRequest,
-            format!("bundle {digest} is not cached in this worker and was not sent"),
-        ));
+        return Ok(None);
     };
     if bundle.digest() != digest {
         return Err(Failure::new(
@@ -362,5 +366,5 @@ fn cached_bundle(
     }
     let bundle = Arc::new(bundle);
     cache.insert(digest.to_string(), bundle.clone());
-    Ok(bundle)
+    Ok(Some(bundle))
 }
