@@ -62,6 +62,8 @@ pub(crate) struct PagedRun<'a> {
     pub js: &'a JsRunner,
     pub pages: &'a PagesDecl,
     pub bundle: Arc<ModuleBundle>,
+    /// The bundle's digest, computed once by the caller.
+    pub bundle_digest: String,
     pub limits: Limits,
 }
 
@@ -83,6 +85,7 @@ pub(crate) fn run(
         js,
         pages,
         bundle,
+        bundle_digest,
         limits,
     } = run;
     let Step {
@@ -130,6 +133,7 @@ pub(crate) fn run(
         pages,
         js,
         bundle,
+        bundle_digest,
         &base,
         environment,
         limits,
@@ -148,6 +152,7 @@ fn page_loop(
     pages: &PagesDecl,
     js: &JsRunner,
     bundle: Arc<ModuleBundle>,
+    bundle_digest: String,
     base: &[u8],
     environment: BTreeMap<String, String>,
     limits: Limits,
@@ -173,7 +178,6 @@ fn page_loop(
         Err(e) => return Err(framing_error(e, provenance)),
     };
     let pool = rt.pool()?;
-    let digest_hex = bundle.digest();
     // A framing thread runs one page ahead: while the worker runs page N, page N+1 is scanned,
     // validated, copied into its transport layout and hashed.
     std::thread::scope(|s| {
@@ -246,7 +250,7 @@ fn page_loop(
             let covered = prepared.page.next_offset;
             let mut call = Call {
                 bundle: bundle.clone(),
-                bundle_digest: digest_hex.clone(),
+                bundle_digest: bundle_digest.clone(),
                 export: js.export.clone(),
                 input: base.to_vec(),
                 page: Some(PagePayload {

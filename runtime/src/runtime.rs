@@ -306,7 +306,8 @@ impl Runtime {
             .map(|(l, v)| (l.name().to_string(), v))
             .collect();
         let bundle = collect_bundle(&step.profile.dir, &js.module, &limits)?;
-        receipt.bundle_digest = Some(bundle.digest());
+        let bundle_digest = bundle.digest();
+        receipt.bundle_digest = Some(bundle_digest.clone());
         let bundle = Arc::new(bundle);
         if let Some(pages) = &js.pages {
             return crate::paged::run(
@@ -316,6 +317,7 @@ impl Runtime {
                     js,
                     pages,
                     bundle,
+                    bundle_digest,
                     limits,
                 },
                 receipt,
@@ -336,10 +338,16 @@ impl Runtime {
                 ),
             ));
         }
-        let mut call = Call::new(bundle, js.export.as_deref(), input);
-        call.environment = step.environment;
-        call.limits = limits;
-        call.idempotent = true;
+        let call = Call {
+            bundle,
+            bundle_digest,
+            export: js.export.clone(),
+            input,
+            page: None,
+            environment: step.environment,
+            limits,
+            idempotent: true,
+        };
         let reply = self
             .pool()?
             .call(&call)
