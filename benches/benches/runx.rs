@@ -6,11 +6,11 @@
 //! the end-to-end and memory parts, the release `runx`:
 //! `cargo build --release -p runx-worker -p runx-cli`.
 
+use runx_benches::workload::{self, AGGREGATE_MODULE, Bench, PAGE_SIZES, TimeSplit};
 use runx_benches::{children_of, growth_exponent, proc_status_kib, stats};
 use runx_runtime::Runtime;
 use runx_runtime::framing::{Framer, PageBudget};
-use runx_runtime::paged::MAX_STATE_BYTES;
-use runx_runtime::workload::{self, AGGREGATE_MODULE, Bench, PAGE_SIZES, TimeSplit};
+use runx_runtime::limits::STATE_BYTES;
 use runx_worker::bundle::ModuleBundle;
 use runx_worker::engine::{Engine, EngineCall, PageInput};
 use runx_worker::limits::Limits;
@@ -78,7 +78,7 @@ fn main() {
     );
     let payload = Limits::default()
         .input_bytes
-        .saturating_sub(2 + 16 * 1024 + MAX_STATE_BYTES);
+        .saturating_sub(2 + 16 * 1024 + STATE_BYTES.max as usize);
     println!(
         "note: a page spans at most its page size of the file and carries at most {payload} bytes of records (the worker's input bound less the state reserve), so 4 MiB pages hold about 2 MiB"
     );
@@ -377,7 +377,7 @@ fn engine_limit(data: &[u8], page_bytes: usize, records: usize) -> Result<Vec<Du
         page_bytes,
         payload_bytes: limits
             .input_bytes
-            .saturating_sub(2 + 16 * 1024 + MAX_STATE_BYTES),
+            .saturating_sub(2 + 16 * 1024 + STATE_BYTES.max as usize),
         per_record_overhead: 4,
     };
     let mut framer = Framer::new(data).map_err(|e| e.to_string())?;
@@ -652,7 +652,7 @@ fn scaling(worker: &WorkerCommand, rows: &[SizeRow], have_runx: bool) {
                             let mut req = runx_runtime::RunRequest::new(&dir, inputs);
                             req.workspace = dir.clone();
                             req.receipt_dir = Some(dir.join("receipts"));
-                            rt.run(&req).error.map(|e| e.to_string())
+                            rt.run(&req).error().map(|e| e.to_string())
                         })
                     })
                     .collect();

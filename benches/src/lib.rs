@@ -1,11 +1,13 @@
-//! Helpers shared by the benchmarks: statistics, the log-log fit and child memory peaks. The
-//! workload itself (archive generator, aggregate module) is `runx_runtime::workload`, shared
-//! with `runx bench pages`.
+//! The page-throughput workload ([`workload`]), shared by `cargo bench -p runx-benches` and
+//! `runx bench pages`, and the helpers of the benchmarks: statistics, the log-log fit and child
+//! memory peaks.
 #![forbid(unsafe_code)]
+
+pub mod workload;
 
 use std::time::Duration;
 
-pub use runx_runtime::workload::{AGGREGATE_MODULE, archive};
+pub use workload::{AGGREGATE_MODULE, archive};
 
 /// Median and spread of a sample.
 pub struct Stats {

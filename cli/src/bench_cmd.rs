@@ -2,10 +2,9 @@
 //! installed binary.
 
 use crate::progress;
+use runx_benches::workload::{self, Bench, PAGE_SIZES, PagesRun};
 use runx_runtime::Runtime;
-use runx_runtime::artifact::MAX_ARTIFACT_BYTES;
-use runx_runtime::profile::MAX_PAGE_BYTES;
-use runx_runtime::workload::{self, Bench, PAGE_SIZES, PagesRun};
+use runx_runtime::limits::{ARTIFACT_BYTES, PAGE_BYTES};
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -150,7 +149,7 @@ fn pages(rt: &Runtime, args: PagesArgs) -> ExitCode {
     } else {
         args.page_bytes.clone()
     };
-    if let Some(&s) = sizes.iter().find(|&&s| s == 0 || s > MAX_ARTIFACT_BYTES) {
+    if let Some(&s) = sizes.iter().find(|&&s| s == 0 || s > ARTIFACT_BYTES.max) {
         return crate::usage(&format!(
             "--size {}: allowed 1 byte to 512MiB (the largest artifact admitted)",
             human(s)
@@ -158,7 +157,7 @@ fn pages(rt: &Runtime, args: PagesArgs) -> ExitCode {
     }
     if let Some(&p) = page_sizes
         .iter()
-        .find(|&&p| p == 0 || p > MAX_PAGE_BYTES as u64)
+        .find(|&&p| !(PAGE_BYTES.min..=PAGE_BYTES.max).contains(&p))
     {
         return crate::usage(&format!(
             "--page-bytes {}: allowed 1 byte to 4MiB",

@@ -1,11 +1,12 @@
 //! `runx skill inspect DIR`: what a package declares, and the limits it runs under.
 
-use runx_runtime::profile::{self, RunnerKind};
-use runx_worker::limits::Limits;
-use serde_json::{Value, json};
+use runx_runtime::limits::{self, AppliedLimits};
+use runx_runtime::profile::{self, Profile, Runner, RunnerKind};
+use serde_json::{Map, Value, json};
 use std::path::Path;
 use std::process::ExitCode;
 
+/// Prints the description of the package in `dir` (one JSON object with `as_json`).
 pub fn inspect(dir: &Path, as_json: bool) -> ExitCode {
     let p = match profile::load(dir) {
         Ok(p) => p,
@@ -14,67 +15,101 @@ pub fn inspect(dir: &Path, as_json: bool) -> ExitCode {
             return ExitCode::from(super::EXIT_USAGE);
         }
     };
-    let runners: Vec<Value> = p
-        .runners
-        .values()
-        .map(|r| {
-            let limits = match &r.kind {
-                RunnerKind::Javascript(_) => Limits::default()
-                    .with_wall(r.timeout)
-                    .entries()
-                    .into_iter()
-                    .map(|(l, v)| (l.name().to_string(), json!(v)))
-                    .collect(),
-                _ => serde_json::Map::from_iter([(
-                    "wall_milliseconds".to_string(),
-                    json!(r.timeout.as_millis() as u64),
-                )]),
-            };
-            let (module, export, pages, command) = match &r.kind {
-                RunnerKind::Javascript(js) => (
-                    Some(js.module.clone()),
-                    js.export.clone(),
-                    js.pages.as_ref().map(|pg| {
-                        json!({"path_from": pg.path_from, "path_scope_from": pg.path_scope_from,
-                               "media_type": pg.media_type, "framing": "json_array", "page_bytes": pg.page_bytes})
-                    }),
-                    None,
-                ),
-                RunnerKind::CliTool(t) => (None, None, None, Some(t.command.clone())),
-                RunnerKind::Unsupported(_) => (None, None, None, None),
-            };
-            json!({
-                "name": r.name,
-                "type": r.kind.type_name(),
-                "default": p.default_runner.as_deref() == Some(r.name.as_str()),
-                "module": module, "export": export, "pages": pages, "command": command,
-                "inputs": r.inputs.iter().map(|(k, d)| (k.clone(), json!({
-                    "type": d.ty.name(), "required": d.required, "default": d.default,
-                    "description": d.description,
-                }))).collect::<serde_json::Map<_, _>>(),
-                "outputs": r.outputs.iter().map(|(k, d)| (k.clone(), json!(d.ty.name()))).collect::<serde_json::Map<_, _>>(),
-                "environment": {"required": r.environment.required, "optional": r.environment.optional},
-                "limits": limits,
-            })
-        })
-        .collect();
-    let doc = json!({"skill": p.skill, "version": p.version, "dir": p.dir, "runners": runners});
+    let doc = describe(&p);
     if as_json {
         println!("{}", serde_json::to_string_pretty(&doc).unwrap_or_default());
-        return ExitCode::SUCCESS;
+    } else {
+        print_human(&p, &doc);
     }
+    ExitCode::SUCCESS
+}
+
+/// The package as one JSON object: every runner, in name order.
+fn describe(p: &Profile) -> Value {
+    let mut runners: Vec<(String, Value)> = p
+        .runners
+        .values()
+        .map(|r| (r.name.clone(), describe_runner(p, r)))
+        .collect();
+    runners.extend(p.other_runners.iter().map(|(name, other)| {
+        (
+            name.clone(),
+            json!({
+                "name": name,
+                "type": other.ty,
+                "default": p.default_runner.as_deref() == Some(name.as_str()),
+                "runs_here": false,
+            }),
+        )
+    }));
+    runners.sort_by(|a, b| a.0.cmp(&b.0));
+    let runners: Vec<Value> = runners.into_iter().map(|(_, v)| v).collect();
+    json!({"skill": p.skill, "version": p.version, "dir": p.dir, "runners": runners})
+}
+
+fn describe_runner(p: &Profile, r: &Runner) -> Value {
+    let (module, export, pages, command) = match &r.kind {
+        RunnerKind::Javascript(js) => (
+            Some(js.module.clone()),
+            js.export.clone(),
+            js.pages.as_ref().map(|pg| {
+                json!({"path_from": pg.path_from, "path_scope_from": pg.path_scope_from,
+                       "media_type": pg.media_type, "framing": "json_array", "page_bytes": pg.page_bytes})
+            }),
+            None,
+        ),
+        RunnerKind::CliTool(t) => (None, None, None, Some(t.command.clone())),
+    };
+    let inputs: Map<String, Value> = r
+        .inputs
+        .iter()
+        .map(|(k, d)| {
+            let decl = json!({
+                "type": d.ty.name(), "required": d.required, "default": d.default,
+                "description": d.description,
+            });
+            (k.clone(), decl)
+        })
+        .collect();
+    let outputs: Map<String, Value> = r
+        .outputs
+        .iter()
+        .map(|(k, d)| (k.clone(), json!(d.ty.name())))
+        .collect();
+    json!({
+        "name": r.name,
+        "type": r.kind.type_name(),
+        "default": p.default_runner.as_deref() == Some(r.name.as_str()),
+        "runs_here": true,
+        "module": module, "export": export, "pages": pages, "command": command,
+        "inputs": inputs,
+        "outputs": outputs,
+        "environment": {"required": r.environment.required, "optional": r.environment.optional},
+        "limits": limits_json(&limits::for_runner(r)),
+    })
+}
+
+/// The limits as `name → value`, the same map a receipt records.
+fn limits_json(applied: &AppliedLimits) -> Value {
+    json!(applied.to_map())
+}
+
+fn print_human(p: &Profile, doc: &Value) {
     println!("{} {} ({})", p.skill, p.version, p.dir.display());
-    for r in &runners {
-        println!(
-            "\nrunner {}{} — {}",
-            r["name"].as_str().unwrap_or(""),
-            if r["default"] == json!(true) {
-                " (default)"
-            } else {
-                ""
-            },
-            r["type"].as_str().unwrap_or("")
-        );
+    let empty = Vec::new();
+    for r in doc["runners"].as_array().unwrap_or(&empty) {
+        let name = r["name"].as_str().unwrap_or("");
+        let default = if r["default"] == json!(true) {
+            " (default)"
+        } else {
+            ""
+        };
+        let ty = r["type"].as_str().unwrap_or("");
+        if r["runs_here"] == json!(false) {
+            println!("\nrunner {name}{default} — {ty} (not run by this runtime)");
+            continue;
+        }
+        println!("\nrunner {name}{default} — {ty}");
         for key in ["module", "export", "command"] {
             if let Some(v) = r[key].as_str() {
                 println!("  {key}: {v}");
@@ -92,7 +127,16 @@ pub fn inspect(dir: &Path, as_json: bool) -> ExitCode {
             }
         }
         println!("  environment: {}", r["environment"]);
-        println!("  limits: {}", r["limits"]);
+        if let Some(runner) = p.runners.get(name) {
+            println!("  limits:");
+            for (def, value) in limits::for_runner(runner).entries() {
+                println!(
+                    "    {}: {} — {}",
+                    def.name,
+                    limits::human(def, *value),
+                    def.bounds
+                );
+            }
+        }
     }
-    ExitCode::SUCCESS
 }

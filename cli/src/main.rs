@@ -5,10 +5,11 @@
 
 use clap::{Parser, Subcommand};
 use runx_runtime::inputs::{parse_kv, parse_object};
-use runx_runtime::{RunError, RunOutcome, RunRequest, Runtime};
+use runx_runtime::workers::{self, DEFAULT_ENGINE};
+use runx_runtime::{FailureKind, RunError, RunOutcome, RunRequest, Runtime};
 use serde_json::{Map, Value, json};
 use std::io::Read;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 
@@ -19,9 +20,6 @@ mod progress;
 
 /// Exit code for usage and input errors.
 const EXIT_USAGE: u8 = 64;
-
-/// The engine chosen with `--engine`, for the workers this process starts.
-static ENGINE: std::sync::OnceLock<String> = std::sync::OnceLock::new();
 
 #[derive(Parser)]
 #[command(
@@ -35,7 +33,7 @@ struct Cli {
     verbose: u8,
     /// The JavaScript engine of the workers: `quickjs` (default) or `v8` (needs a build with
     /// the cargo feature `v8`).
-    #[arg(long, global = true, value_name = "quickjs|v8", default_value = runx_worker::serve::DEFAULT_ENGINE)]
+    #[arg(long, global = true, value_name = "quickjs|v8", default_value = DEFAULT_ENGINE)]
     engine: String,
     #[command(subcommand)]
     command: Command,
@@ -55,9 +53,13 @@ enum Command {
 }
 
 #[derive(clap::Args)]
+#[command(args_conflicts_with_subcommands = true, subcommand_negates_reqs = true)]
 struct SkillArgs {
-    /// The skill package directory (or `inspect` followed by the directory).
-    dir: PathBuf,
+    #[command(subcommand)]
+    command: Option<SkillCommand>,
+    /// The skill package directory.
+    #[arg(required = true)]
+    dir: Option<PathBuf>,
     /// The runner to run; the package's default runner when omitted.
     runner: Option<String>,
     /// Read the input object from a JSON file in the working directory, or `-` for stdin.
@@ -72,6 +74,21 @@ struct SkillArgs {
     /// Write the receipt under DIR instead of `.runx/receipts` of the working directory.
     #[arg(long, value_name = "DIR")]
     receipt_dir: Option<PathBuf>,
+}
+
+#[derive(Subcommand)]
+enum SkillCommand {
+    /// Describe a package: runners, inputs, outputs, environment and the limits they run under.
+    Inspect(InspectArgs),
+}
+
+#[derive(clap::Args)]
+struct InspectArgs {
+    /// The skill package directory.
+    dir: PathBuf,
+    /// Print one JSON object on stdout.
+    #[arg(long)]
+    json: bool,
 }
 
 #[derive(clap::Args)]
@@ -94,17 +111,21 @@ fn main() -> ExitCode {
         }
     };
     if let Command::Worker = cli.command {
-        return ExitCode::from(runx_worker::serve::worker_main_with(&cli.engine) as u8);
+        let code = workers::worker_main(&cli.engine);
+        return ExitCode::from(u8::try_from(code).unwrap_or(2));
     }
-    if let Err(e) = runx_worker::serve::engine_by_name(&cli.engine) {
+    if let Err(e) = workers::check_engine(&cli.engine) {
         return usage(&format!("--engine {}: {e}", cli.engine));
     }
-    let _ = ENGINE.set(cli.engine.clone());
     init_tracing(cli.verbose);
+    let engine = cli.engine.as_str();
     match cli.command {
-        Command::Skill(args) => skill(args),
-        Command::Harness(args) => harness(args),
-        Command::Bench(args) => bench_cmd::run(&runtime(), args),
+        Command::Skill(args) => match args.command {
+            Some(SkillCommand::Inspect(a)) => inspect::inspect(&a.dir, a.json),
+            None => skill(args, engine),
+        },
+        Command::Harness(args) => harness_cmd::run(&runtime(engine), &args.paths, args.json),
+        Command::Bench(args) => bench_cmd::run(&runtime(engine), args),
         Command::Worker => ExitCode::SUCCESS,
     }
 }
@@ -125,20 +146,10 @@ fn init_tracing(verbose: u8) {
         .try_init();
 }
 
-/// The runtime of this process, with Ctrl-C wired to kill its workers and subprocesses.
-fn runtime() -> Arc<Runtime> {
-    let worker = runx_worker::process::WorkerCommand::new(
-        std::env::current_exe().unwrap_or_else(|_| PathBuf::from("runx")),
-    )
-    .arg("__worker");
-    let worker = match std::env::var_os(runx_runtime::runtime::WORKER_ENV) {
-        Some(p) => runx_worker::process::WorkerCommand::new(p),
-        None => worker,
-    };
-    let engine = ENGINE
-        .get()
-        .map_or(runx_worker::serve::DEFAULT_ENGINE, String::as_str);
-    let rt = Arc::new(Runtime::new(worker.engine(engine)));
+/// The runtime of this process on `engine`, its workers this very executable, with Ctrl-C
+/// wired to kill its workers and subprocesses.
+fn runtime(engine: &str) -> Arc<Runtime> {
+    let rt = Arc::new(Runtime::new(workers::current_exe_worker()).with_engine(engine));
     let handler = rt.clone();
     if let Err(e) = ctrlc::set_handler(move || handler.interrupt()) {
         tracing::warn!("cannot install the Ctrl-C handler: {e}");
@@ -151,12 +162,10 @@ fn usage(message: &str) -> ExitCode {
     ExitCode::from(EXIT_USAGE)
 }
 
-fn skill(args: SkillArgs) -> ExitCode {
-    if args.dir.as_os_str() == "inspect"
-        && let Some(dir) = &args.runner
-    {
-        return inspect::inspect(Path::new(dir), args.json);
-    }
+fn skill(args: SkillArgs, engine: &str) -> ExitCode {
+    let Some(dir) = &args.dir else {
+        return usage("name the skill package directory: runx skill DIR");
+    };
     let inputs = match read_inputs(&args) {
         Ok(i) => i,
         Err(e) => {
@@ -169,8 +178,8 @@ fn skill(args: SkillArgs) -> ExitCode {
             return usage(&e.message);
         }
     };
-    let rt = runtime();
-    let mut req = RunRequest::new(&args.dir, inputs);
+    let rt = runtime(engine);
+    let mut req = RunRequest::new(dir, inputs);
     req.runner = args.runner.clone();
     req.receipt_dir = args.receipt_dir.clone();
     let bar = progress::sink().map(|(sink, bar)| {
@@ -192,17 +201,17 @@ fn report(o: &RunOutcome, as_json: bool) {
             "status": o.status(),
             "skill": o.skill,
             "runner": o.runner,
-            "output": o.output,
+            "output": o.output(),
             "receipt": receipt_path,
-            "error": o.error,
+            "error": o.error(),
         }));
         return;
     }
     for line in &o.log.lines {
         eprintln!("[{}] {}", line.level, line.message);
     }
-    match (&o.output, &o.error) {
-        (Some(out), _) => {
+    match &o.result {
+        Ok(out) => {
             eprintln!(
                 "runx: {} {} sealed in {} ms (receipt {})",
                 o.skill,
@@ -212,7 +221,7 @@ fn report(o: &RunOutcome, as_json: bool) {
             );
             println!("{}", serde_json::to_string_pretty(out).unwrap_or_default());
         }
-        (None, Some(e)) => {
+        Err(e) => {
             eprintln!(
                 "runx: {} {} failed ({}/{}): {}",
                 if o.skill.is_empty() {
@@ -229,7 +238,6 @@ fn report(o: &RunOutcome, as_json: bool) {
                 eprintln!("runx: receipt {p}");
             }
         }
-        (None, None) => {}
     }
 }
 
@@ -241,31 +249,35 @@ fn print_json(v: &Value) {
 fn read_inputs(args: &SkillArgs) -> Result<Map<String, Value>, RunError> {
     match (&args.inputs, args.input.is_empty()) {
         (Some(_), false) => Err(RunError::new(
-            "usage",
+            FailureKind::Usage,
             "mixed_inputs",
             "use either --inputs or -i KEY=VALUE, not both",
         )),
         (Some(src), true) if src == "-" => {
             let mut buf = Vec::new();
-            std::io::stdin()
-                .read_to_end(&mut buf)
-                .map_err(|e| RunError::new("input", "stdin", format!("cannot read stdin: {e}")))?;
+            std::io::stdin().read_to_end(&mut buf).map_err(|e| {
+                RunError::new(
+                    FailureKind::Input,
+                    "stdin",
+                    format!("cannot read stdin: {e}"),
+                )
+            })?;
             Ok(parse_object(&buf, "stdin")?)
         }
         (Some(file), true) => {
             let cwd = std::env::current_dir()
                 .and_then(|d| d.canonicalize())
-                .map_err(|e| RunError::new("input", "cwd", e.to_string()))?;
+                .map_err(|e| RunError::new(FailureKind::Input, "cwd", e.to_string()))?;
             let path = cwd.join(file).canonicalize().map_err(|e| {
                 RunError::new(
-                    "input",
+                    FailureKind::Input,
                     "inputs_file",
                     format!("cannot open inputs file `{file}`: {e}"),
                 )
             })?;
             if !path.starts_with(&cwd) {
                 return Err(RunError::new(
-                    "input",
+                    FailureKind::Input,
                     "inputs_file",
                     format!(
                         "inputs file `{file}` lies outside the working directory {}",
@@ -274,14 +286,14 @@ fn read_inputs(args: &SkillArgs) -> Result<Map<String, Value>, RunError> {
                 ));
             }
             let bytes = std::fs::read(&path).map_err(|e| {
-                RunError::new("input", "inputs_file", format!("cannot read `{file}`: {e}"))
+                RunError::new(
+                    FailureKind::Input,
+                    "inputs_file",
+                    format!("cannot read `{file}`: {e}"),
+                )
             })?;
             Ok(parse_object(&bytes, file)?)
         }
         (None, _) => Ok(parse_kv(&args.input)?),
     }
-}
-
-fn harness(args: HarnessArgs) -> ExitCode {
-    harness_cmd::run(&runtime(), &args.paths, args.json)
 }

@@ -1,7 +1,7 @@
 //! A progress bar for long paged runs, on stderr, only when stderr is a terminal.
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
-use runx_runtime::paged::{PageProgress, ProgressSink};
+use runx_runtime::progress::{PageProgress, ProgressSink};
 use std::io::IsTerminal;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -17,7 +17,7 @@ pub fn sink() -> Option<(ProgressSink, Arc<Mutex<Option<ProgressBar>>>)> {
     let started = Instant::now();
     let bar: Arc<Mutex<Option<ProgressBar>>> = Arc::new(Mutex::new(None));
     let shared = bar.clone();
-    let sink = ProgressSink(Arc::new(move |p: &PageProgress| {
+    let sink = ProgressSink::new(move |p: &PageProgress| {
         let Ok(mut slot) = shared.lock() else { return };
         if slot.is_none() && started.elapsed() >= QUIET_FOR {
             let b =
@@ -33,7 +33,7 @@ pub fn sink() -> Option<(ProgressSink, Arc<Mutex<Option<ProgressBar>>>)> {
             b.set_position(p.bytes);
             b.set_message(format!("page {}", p.pages));
         }
-    }));
+    });
     Some((sink, bar))
 }
 

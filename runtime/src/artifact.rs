@@ -1,14 +1,96 @@
 //! Artifact admission: a contained regular file copied once into an immutable, memory-mapped
 //! snapshot while it is hashed.
 
-use crate::error::RunError;
+use crate::limits::{ARTIFACT_BYTES, LimitDef};
 use sha2::{Digest, Sha256};
-use std::io::{Read, Seek, SeekFrom, Write};
-use std::path::Path;
+use std::io::{self, Read, Seek, SeekFrom, Write};
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
-/// The largest artifact admitted: 512 MiB.
-pub const MAX_ARTIFACT_BYTES: u64 = 512 * 1024 * 1024;
+/// Why an artifact was not admitted.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum AdmissionError {
+    /// The path is empty or absolute.
+    #[error("artifact path `{path}` must be a relative path inside its scope")]
+    NotRelative {
+        /// The path as given.
+        path: String,
+    },
+    /// The scope directory cannot be opened.
+    #[error("the artifact scope {} cannot be opened: {source}", root.display())]
+    Scope {
+        /// The scope directory.
+        root: PathBuf,
+        /// Why.
+        #[source]
+        source: io::Error,
+    },
+    /// The file cannot be opened or examined.
+    #[error("artifact `{path}` cannot be opened in {}: {source}", root.display())]
+    Open {
+        /// The path as given.
+        path: String,
+        /// The scope directory.
+        root: PathBuf,
+        /// Why.
+        #[source]
+        source: io::Error,
+    },
+    /// The path resolves outside its scope.
+    #[error("artifact `{path}` resolves to {}, outside its scope {}", resolved.display(), root.display())]
+    OutsideScope {
+        /// The path as given.
+        path: String,
+        /// Where it leads.
+        resolved: PathBuf,
+        /// The scope directory.
+        root: PathBuf,
+    },
+    /// The path names something other than a regular file.
+    #[error("artifact `{path}` is not a regular file")]
+    NotAFile {
+        /// The path as given.
+        path: String,
+    },
+    /// The file is larger than [`ARTIFACT_BYTES`] (or grew past it while it was copied).
+    #[error("artifact `{path}` is {bytes} bytes or more; at most {} bytes (512 MiB) are admitted", ARTIFACT_BYTES.max)]
+    TooLarge {
+        /// The path as given.
+        path: String,
+        /// Its size, as far as it was read.
+        bytes: u64,
+    },
+    /// Copying or hashing the file failed.
+    #[error("copying `{path}` into its snapshot: {source}")]
+    Copy {
+        /// The path as given.
+        path: String,
+        /// Why.
+        #[source]
+        source: io::Error,
+    },
+}
+
+impl AdmissionError {
+    /// The failure code (kind `page`), unless a limit was exceeded.
+    pub fn code(&self) -> &'static str {
+        match self {
+            AdmissionError::NotRelative { .. }
+            | AdmissionError::Scope { .. }
+            | AdmissionError::Open { .. } => "artifact_path",
+            AdmissionError::OutsideScope { .. } => "artifact_scope",
+            AdmissionError::NotAFile { .. } => "artifact_type",
+            AdmissionError::TooLarge { .. } => ARTIFACT_BYTES.name,
+            AdmissionError::Copy { .. } => "artifact_copy",
+        }
+    }
+
+    /// The limit the artifact exceeded, if that is why it was refused.
+    pub fn limit(&self) -> Option<&'static LimitDef> {
+        matches!(self, AdmissionError::TooLarge { .. }).then_some(&ARTIFACT_BYTES)
+    }
+}
 
 /// An admitted snapshot. Changes to the source file after admission do not reach it: the
 /// snapshot is an unlinked temporary file only this process holds.
@@ -53,78 +135,23 @@ fn release_range(map: &memmap2::Mmap, offset: usize, len: usize) {
     let _ = unsafe { map.unchecked_advise_range(memmap2::UncheckedAdvice::DontNeed, offset, len) };
 }
 
-fn admission(code: &str, message: String) -> RunError {
-    RunError::new("page", code, message)
-}
-
 /// Admits `path` (relative to `root`) as a snapshot.
-pub fn admit(path: &str, root: &Path, instance: &str) -> Result<Artifact, RunError> {
+pub fn admit(path: &str, root: &Path, instance: &str) -> Result<Artifact, AdmissionError> {
     static COUNTER: AtomicU64 = AtomicU64::new(0);
-    let rel = Path::new(path);
-    if path.is_empty() || rel.is_absolute() {
-        return Err(admission(
-            "artifact_path",
-            format!("artifact path `{path}` must be a relative path inside its scope"),
-        ));
-    }
-    let root = root.canonicalize().map_err(|e| {
-        admission(
-            "artifact_path",
-            format!(
-                "the artifact scope {} cannot be opened: {e}",
-                root.display()
-            ),
-        )
-    })?;
-    let full = root.join(rel).canonicalize().map_err(|e| {
-        admission(
-            "artifact_path",
-            format!(
-                "artifact `{path}` cannot be opened in {}: {e}",
-                root.display()
-            ),
-        )
-    })?;
-    if !full.starts_with(&root) {
-        return Err(admission(
-            "artifact_scope",
-            format!(
-                "artifact `{path}` resolves to {}, outside its scope {}",
-                full.display(),
-                root.display()
-            ),
-        ));
-    }
-    let mut file = std::fs::File::open(&full)
-        .map_err(|e| admission("artifact_path", format!("artifact `{path}`: {e}")))?;
-    let meta = file
-        .metadata()
-        .map_err(|e| admission("artifact_path", format!("artifact `{path}`: {e}")))?;
-    if !meta.is_file() {
-        return Err(admission(
-            "artifact_type",
-            format!("artifact `{path}` is not a regular file"),
-        ));
-    }
-    if meta.len() > MAX_ARTIFACT_BYTES {
-        return Err(admission(
-            "artifact_bytes",
-            format!(
-                "artifact `{path}` is {} bytes; at most {MAX_ARTIFACT_BYTES} bytes (512 MiB) are admitted",
-                meta.len()
-            ),
-        ));
-    }
-    let io = |e: std::io::Error| admission("artifact_copy", format!("copying `{path}`: {e}"));
-    let mut snapshot = snapshot_file().map_err(io)?;
-    let (total, digest) = copy_and_hash(&mut file, &mut snapshot, path, io)?;
-    snapshot.flush().map_err(io)?;
+    let mut file = open_contained(path, root)?;
+    let copy = |source| AdmissionError::Copy {
+        path: path.to_string(),
+        source,
+    };
+    let mut snapshot = snapshot_file().map_err(copy)?;
+    let (total, digest) = copy_and_hash(&mut file, &mut snapshot, path)?;
+    snapshot.flush().map_err(copy)?;
     seal(&snapshot);
-    snapshot.seek(SeekFrom::Start(0)).map_err(io)?;
+    snapshot.seek(SeekFrom::Start(0)).map_err(copy)?;
     let map = if total == 0 {
         None
     } else {
-        Some(map_snapshot(&snapshot).map_err(io)?)
+        Some(map_snapshot(&snapshot).map_err(copy)?)
     };
     Ok(Artifact {
         artifact_ref: format!(
@@ -135,6 +162,50 @@ pub fn admit(path: &str, root: &Path, instance: &str) -> Result<Artifact, RunErr
         bytes: total,
         map,
     })
+}
+
+/// Opens `path` inside `root`: relative, resolving inside the scope, a regular file within
+/// the size limit.
+fn open_contained(path: &str, root: &Path) -> Result<std::fs::File, AdmissionError> {
+    let rel = Path::new(path);
+    if path.is_empty() || rel.is_absolute() {
+        return Err(AdmissionError::NotRelative {
+            path: path.to_string(),
+        });
+    }
+    let root = root
+        .canonicalize()
+        .map_err(|source| AdmissionError::Scope {
+            root: root.to_path_buf(),
+            source,
+        })?;
+    let open_err = |source| AdmissionError::Open {
+        path: path.to_string(),
+        root: root.clone(),
+        source,
+    };
+    let full = root.join(rel).canonicalize().map_err(open_err)?;
+    if !full.starts_with(&root) {
+        return Err(AdmissionError::OutsideScope {
+            path: path.to_string(),
+            resolved: full,
+            root,
+        });
+    }
+    let file = std::fs::File::open(&full).map_err(open_err)?;
+    let meta = file.metadata().map_err(open_err)?;
+    if !meta.is_file() {
+        return Err(AdmissionError::NotAFile {
+            path: path.to_string(),
+        });
+    }
+    if meta.len() > ARTIFACT_BYTES.max {
+        return Err(AdmissionError::TooLarge {
+            path: path.to_string(),
+            bytes: meta.len(),
+        });
+    }
+    Ok(file)
 }
 
 /// A new, empty, unnamed file for a snapshot: a memory file where the kernel has them (no disk
@@ -172,8 +243,11 @@ fn copy_and_hash(
     source: &mut std::fs::File,
     snapshot: &mut std::fs::File,
     path: &str,
-    io: impl Fn(std::io::Error) -> RunError,
-) -> Result<(u64, String), RunError> {
+) -> Result<(u64, String), AdmissionError> {
+    let io = |source| AdmissionError::Copy {
+        path: path.to_string(),
+        source,
+    };
     std::thread::scope(|s| {
         let (to_hash, chunks) = std::sync::mpsc::sync_channel::<Vec<u8>>(2);
         let (give_back, spare) = std::sync::mpsc::channel::<Vec<u8>>();
@@ -183,7 +257,7 @@ fn copy_and_hash(
                 h.update(&chunk);
                 let _ = give_back.send(chunk);
             }
-            format!("sha256:{}", hex::encode(h.finalize()))
+            crate::digest::spell(&h.finalize())
         });
         let mut total = 0u64;
         loop {
@@ -194,11 +268,11 @@ fn copy_and_hash(
                 break;
             }
             total += n as u64;
-            if total > MAX_ARTIFACT_BYTES {
-                return Err(admission(
-                    "artifact_bytes",
-                    format!("artifact `{path}` grew past 512 MiB while it was being admitted"),
-                ));
+            if total > ARTIFACT_BYTES.max {
+                return Err(AdmissionError::TooLarge {
+                    path: path.to_string(),
+                    bytes: total,
+                });
             }
             buf.truncate(n);
             snapshot.write_all(&buf).map_err(&io)?;
@@ -209,7 +283,7 @@ fn copy_and_hash(
         drop(to_hash);
         let digest = hasher
             .join()
-            .map_err(|_| admission("artifact_copy", "the hashing thread failed".to_string()))?;
+            .map_err(|_| io(io::Error::other("the hashing thread failed")))?;
         Ok((total, digest))
     })
 }

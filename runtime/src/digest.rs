@@ -31,7 +31,13 @@ pub fn digest(v: &Value) -> String {
 /// Digest of raw bytes, as `"sha256:<lowercase hex>"` — the same spelling used for artifact
 /// `whole_digest` and `range_digest`, so every digest in a receipt reads alike.
 pub fn sha256_hex(bytes: &[u8]) -> String {
-    format!("sha256:{}", hex::encode(Sha256::digest(bytes)))
+    spell(&Sha256::digest(bytes))
+}
+
+/// A finished SHA-256 hash spelled `"sha256:<lowercase hex>"`, for hashes computed
+/// incrementally (streams, artifacts).
+pub fn spell(hash: &[u8]) -> String {
+    format!("sha256:{}", hex::encode(hash))
 }
 
 #[cfg(test)]

@@ -22,70 +22,187 @@ const MAX_SCHEMA_ERROR_CHARS: usize = 300;
 
 /// Why a call's inputs were refused.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum InputError {
+    /// A required input was not given and has no default.
     #[error("input `{key}` is required by runner `{runner}` but was not given")]
-    Missing { runner: String, key: String },
+    Missing {
+        /// The runner.
+        runner: String,
+        /// The input.
+        key: String,
+    },
+    /// An input has another JSON type than declared.
     #[error("input `{key}` must be {}, but {} was given", with_article(expected.name()), with_article(actual))]
     WrongType {
+        /// The input.
         key: String,
+        /// The declared type.
         expected: ValueType,
+        /// The type given.
         actual: &'static str,
     },
+    /// An input breaks its JSON Schema.
     #[error("input `{key}` does not match its schema: {details}")]
-    Schema { key: String, details: String },
+    Schema {
+        /// The input.
+        key: String,
+        /// The first violations, with their paths.
+        details: String,
+    },
+    /// An input's schema cannot be compiled.
     #[error("input `{key}` has a schema that cannot be used: {message}")]
-    BadSchema { key: String, message: String },
+    BadSchema {
+        /// The input.
+        key: String,
+        /// Why.
+        message: String,
+    },
+    /// The caller gave `runx_page` to a paged runner.
     #[error(
         "input `{key}` is reserved: the runtime passes page metadata under that name to paged runners"
     )]
-    Reserved { key: String },
+    Reserved {
+        /// The input.
+        key: String,
+    },
+    /// A page path or scope input is missing or unusable.
     #[error("page input `{key}` {problem}")]
-    PageInput { key: String, problem: String },
+    PageInput {
+        /// The input.
+        key: String,
+        /// What is wrong.
+        problem: String,
+    },
+    /// A `-i` pair has no `=`.
     #[error("`{pair}` is not KEY=VALUE: there is no `=`")]
-    KvNoEquals { pair: String },
+    KvNoEquals {
+        /// The pair as given.
+        pair: String,
+    },
+    /// A `-i` pair has an empty key.
     #[error("`{pair}` has an empty key; write KEY=VALUE")]
-    KvEmptyKey { pair: String },
+    KvEmptyKey {
+        /// The pair as given.
+        pair: String,
+    },
+    /// Two `-i` pairs name the same key.
     #[error("input `{key}` is given more than once")]
-    KvDuplicate { key: String },
+    KvDuplicate {
+        /// The key.
+        key: String,
+    },
+    /// An inputs file or stdin is not UTF-8.
     #[error("{source_name} is not UTF-8 (first invalid byte at offset {offset})")]
-    NotUtf8 { source_name: String, offset: usize },
+    NotUtf8 {
+        /// The file, or `stdin`.
+        source_name: String,
+        /// Offset of the first invalid byte.
+        offset: usize,
+    },
+    /// An inputs file or stdin is not JSON.
     #[error("{source_name} is not valid JSON: {message} at line {line} column {column}")]
     InvalidJson {
+        /// The file, or `stdin`.
         source_name: String,
+        /// 1-based line.
         line: usize,
+        /// 1-based column.
         column: usize,
+        /// What the parser said.
         message: String,
     },
+    /// An inputs file or stdin holds JSON that is not an object.
     #[error(
         "{source_name} must hold a JSON object of inputs, but it holds {}",
         with_article(actual)
     )]
     NotObject {
+        /// The file, or `stdin`.
         source_name: String,
+        /// The JSON type it holds.
         actual: &'static str,
     },
 }
 
+impl InputError {
+    /// The failure code of this error (the kind is always `input`).
+    pub fn code(&self) -> &'static str {
+        match self {
+            InputError::Missing { .. } => "missing_input",
+            InputError::WrongType { .. } => "wrong_type",
+            InputError::Schema { .. } | InputError::BadSchema { .. } => "schema",
+            InputError::Reserved { .. } => "reserved_input",
+            InputError::PageInput { .. } => "page_input",
+            InputError::KvNoEquals { .. }
+            | InputError::KvEmptyKey { .. }
+            | InputError::KvDuplicate { .. } => "bad_pair",
+            InputError::NotUtf8 { .. } => "not_utf8",
+            InputError::InvalidJson { .. } => "invalid_json",
+            InputError::NotObject { .. } => "not_object",
+        }
+    }
+}
+
 /// Why a runner's output was refused.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum OutputError {
+    /// The output is not an object.
     #[error(
         "the output must be a JSON object of named outputs, but it is {}",
         with_article(actual)
     )]
-    NotObject { actual: &'static str },
-    #[error("output `{key}` is declared by runner `{runner}` but missing from the result")]
-    Missing { runner: String, key: String },
-    #[error("output `{key}` must be {}, but the result holds {}", with_article(expected.name()), with_article(actual))]
-    WrongType {
-        key: String,
-        expected: ValueType,
+    NotObject {
+        /// The JSON type it is.
         actual: &'static str,
     },
+    /// A declared output is missing.
+    #[error("output `{key}` is declared by runner `{runner}` but missing from the result")]
+    Missing {
+        /// The runner.
+        runner: String,
+        /// The output.
+        key: String,
+    },
+    /// An output has another JSON type than declared.
+    #[error("output `{key}` must be {}, but the result holds {}", with_article(expected.name()), with_article(actual))]
+    WrongType {
+        /// The output.
+        key: String,
+        /// The declared type.
+        expected: ValueType,
+        /// The type returned.
+        actual: &'static str,
+    },
+    /// An output breaks its JSON Schema.
     #[error("output `{key}` does not match its schema: {details}")]
-    Schema { key: String, details: String },
+    Schema {
+        /// The output.
+        key: String,
+        /// The first violations, with their paths.
+        details: String,
+    },
+    /// An output's schema cannot be compiled.
     #[error("output `{key}` has a schema that cannot be used: {message}")]
-    BadSchema { key: String, message: String },
+    BadSchema {
+        /// The output.
+        key: String,
+        /// Why.
+        message: String,
+    },
+}
+
+impl OutputError {
+    /// The failure code of this error (the kind is always `output_rejected`).
+    pub fn code(&self) -> &'static str {
+        match self {
+            OutputError::NotObject { .. } => "not_object",
+            OutputError::Missing { .. } => "missing_output",
+            OutputError::WrongType { .. } => "wrong_type",
+            OutputError::Schema { .. } | OutputError::BadSchema { .. } => "schema",
+        }
+    }
 }
 
 /// Where a paged runner's artifact comes from, read from the call's inputs.
@@ -93,18 +210,26 @@ pub enum OutputError {
 pub struct PageSource {
     /// The path as given; admission resolves and contains it.
     pub path: String,
+    /// The directory it is relative to.
     pub scope: PathScope,
+}
+
+/// A call's inputs after [`resolve_inputs`]: defaults applied, every declared input checked,
+/// and, for a paged runner, where its artifact comes from.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Resolved {
+    /// The input object the runner receives.
+    pub inputs: Map<String, Value>,
+    /// The artifact path and scope of a paged runner.
+    pub page_source: Option<PageSource>,
 }
 
 /// Applies declared defaults and checks every declared input; undeclared inputs pass through
 /// unchanged, because a skill may read optional extras the profile does not describe.
 ///
-/// For a paged javascript runner it also checks the two page inputs (see [`page_source`]) and
+/// For a paged javascript runner it also reads the two page inputs (see [`page_source`]) and
 /// refuses a caller-supplied `runx_page`.
-pub fn resolve_inputs(
-    runner: &Runner,
-    given: Map<String, Value>,
-) -> Result<Map<String, Value>, InputError> {
+pub fn resolve_inputs(runner: &Runner, given: Map<String, Value>) -> Result<Resolved, InputError> {
     let mut inputs = given;
     for (key, decl) in &runner.inputs {
         if !inputs.contains_key(key)
@@ -141,25 +266,23 @@ pub fn resolve_inputs(
             })?;
         }
     }
-    if paged(runner) {
-        if inputs.contains_key(RESERVED_PAGE_INPUT) {
-            return Err(InputError::Reserved {
-                key: RESERVED_PAGE_INPUT.to_string(),
-            });
-        }
-        page_source(runner, &inputs)?;
+    let paged = matches!(&runner.kind, RunnerKind::Javascript(js) if js.pages.is_some());
+    if paged && inputs.contains_key(RESERVED_PAGE_INPUT) {
+        return Err(InputError::Reserved {
+            key: RESERVED_PAGE_INPUT.to_string(),
+        });
     }
-    Ok(inputs)
-}
-
-fn paged(runner: &Runner) -> bool {
-    matches!(&runner.kind, RunnerKind::Javascript(js) if js.pages.is_some())
+    let page_source = page_source(runner, &inputs)?;
+    Ok(Resolved {
+        inputs,
+        page_source,
+    })
 }
 
 /// Reads the artifact path and scope of a paged runner from resolved inputs: the path input must
 /// be a non-empty string; the scope input, when given, is `workspace` or `skill` (default
 /// `workspace`). `None` for a runner without `pages`.
-pub fn page_source(
+fn page_source(
     runner: &Runner,
     inputs: &Map<String, Value>,
 ) -> Result<Option<PageSource>, InputError> {
@@ -381,7 +504,7 @@ run:
     fn resolve(given: Value) -> Result<Map<String, Value>, InputError> {
         let p = profile(INPUTS);
         let runner = p.runner(None).expect("runner");
-        resolve_inputs(runner, obj(given))
+        resolve_inputs(runner, obj(given)).map(|r| r.inputs)
     }
 
     #[test]
@@ -494,7 +617,7 @@ run:
         let r = p.runner(None).expect("runner");
         let ok = resolve_inputs(r, obj(json!({"archive_file": "a.json"}))).expect("valid");
         assert_eq!(
-            page_source(r, &ok).expect("source"),
+            ok.page_source,
             Some(PageSource {
                 path: "a.json".into(),
                 scope: PathScope::Workspace
@@ -505,10 +628,7 @@ run:
             obj(json!({"archive_file": "a.json", "archive_base": "skill"})),
         )
         .expect("valid");
-        assert_eq!(
-            page_source(r, &ok).expect("source").map(|s| s.scope),
-            Some(PathScope::Skill)
-        );
+        assert_eq!(ok.page_source.map(|s| s.scope), Some(PathScope::Skill));
 
         let e = resolve_inputs(r, obj(json!({}))).expect_err("no path");
         assert!(

@@ -1,12 +1,29 @@
 //! Skill packages and their runners: the behaviour behind the `runx` command.
 //!
 //! A skill package is a directory with an execution profile, `X.yaml` ([`profile`]). This crate
-//! resolves a runner's inputs and environment ([`inputs`]), runs it — a javascript export in the
-//! no-host workers of `runx-worker`, a paged javascript runner over an admitted JSON array
-//! ([`artifact`], [`framing`], [`paged`]), or a supervised cli-tool subprocess ([`cli_tool`],
-//! [`subprocess`]) — checks the output contract and writes a `runx.receipt.v1` receipt
-//! ([`receipt`]). [`harness`] runs a package's fixture cases through the same path. It does not
-//! parse command lines or print anything: that is the `runx` binary's job.
+//! resolves a runner's inputs ([`inputs`]) and environment ([`environment`]), runs it
+//! ([`runner`]: a javascript export in the no-host workers of `runx-worker`, a paged javascript
+//! runner over an admitted JSON array, or a supervised cli-tool subprocess), checks the output
+//! contract and writes a `runx.receipt.v1` receipt ([`receipt`]). [`harness`] runs a package's
+//! fixture cases through the same path. It does not parse command lines or print anything: that
+//! is the `runx` binary's job.
+//!
+//! Where each behaviour lives:
+//!
+//! | module | what it holds |
+//! |---|---|
+//! | [`runtime`] | [`Runtime`], [`RunRequest`], [`RunOutcome`]: one step, start to receipt |
+//! | `runner` | the javascript, paged and cli-tool runners |
+//! | [`profile`] | the `X.yaml` model, its parser and its rules |
+//! | [`inputs`] | input resolution and the output contract |
+//! | [`environment`] | where environment values come from; the declared-names check |
+//! | [`limits`] | every limit, once, as data |
+//! | [`failure`] | the failure vocabulary ([`FailureKind`], [`RunError`]) and every mapping into it |
+//! | [`artifact`], [`framing`] | admission of paged artifacts; pages of whole records |
+//! | [`subprocess`] | staging, environment, command lookup, supervision, capture of a process |
+//! | [`receipt`], [`digest`] | receipts; canonical JSON and digests |
+//! | [`harness`] | fixture cases: discovery, running, matching |
+//! | [`workers`], [`cancel`], [`progress`] | the worker pool, cancellation, page progress |
 //!
 //! # Calling a runner as a step
 //!
@@ -29,29 +46,34 @@
 //! // Only these values are visible to the runner, and only for names it declares.
 //! step.env = EnvSource::Map(BTreeMap::from([("REGION".to_string(), "eu".to_string())]));
 //! let outcome = runtime.run(&step);
-//! match (&outcome.output, &outcome.error) {
-//!     (Some(output), _) => println!("sealed: {output}"),
-//!     (None, Some(e)) => eprintln!("{}/{}: {}", e.kind, e.code, e.message),
-//!     (None, None) => unreachable!(),
+//! match &outcome.result {
+//!     Ok(output) => println!("sealed: {output}"),
+//!     Err(e) => eprintln!("{}/{}: {}", e.kind, e.code, e.message),
 //! }
 //! // Every run, sealed or not, leaves a receipt.
 //! println!("receipt: {:?}", outcome.receipt_path);
 //! ```
 #![deny(unsafe_code)]
+#![warn(missing_docs)]
 
 pub mod artifact;
-pub mod cli_tool;
+pub mod cancel;
 pub mod digest;
-pub mod error;
+pub mod environment;
+pub mod failure;
 pub mod framing;
 pub mod harness;
 pub mod inputs;
-pub mod paged;
+pub mod limits;
 pub mod profile;
+pub mod progress;
 pub mod receipt;
+mod runner;
 pub mod runtime;
 pub mod subprocess;
-pub mod workload;
+pub mod workers;
 
-pub use error::RunError;
-pub use runtime::{EnvSource, RunOutcome, RunRequest, Runtime};
+pub use environment::EnvSource;
+pub use failure::{FailureKind, RunError};
+pub use runner::cli_tool::WORKSPACE_CWD_TOKEN;
+pub use runtime::{RunOutcome, RunRequest, Runtime};

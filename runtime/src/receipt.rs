@@ -1,6 +1,7 @@
 //! Receipts: one `runx.receipt.v1` JSON file per run.
 
-use crate::error::RunError;
+use crate::failure::RunError;
+use crate::profile::RunnerType;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -22,10 +23,10 @@ pub struct Receipt {
     pub version: String,
     /// The runner that ran.
     pub runner: String,
-    /// `javascript` or `cli-tool`.
-    pub runner_type: String,
+    /// `javascript` or `cli-tool`; `null` when the run failed before a runner was selected.
+    pub runner_type: Option<RunnerType>,
     /// `sealed` or `failure`.
-    pub status: String,
+    pub status: RunStatus,
     /// The failure, when there was one.
     pub failure: Option<RunError>,
     /// Canonical-JSON SHA-256 of the inputs the module saw.
@@ -35,7 +36,7 @@ pub struct Receipt {
     /// Digest of the module bundle (javascript runners).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub bundle_digest: Option<String>,
-    /// Limits in force, by name.
+    /// Every limit that applied to the run, by name ([`crate::limits`]).
     pub limits: BTreeMap<String, u64>,
     /// Wall-clock duration of the run in milliseconds.
     pub duration_ms: u64,
@@ -50,6 +51,33 @@ pub struct Receipt {
     /// Bytes of console output dropped past the log bound.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub console_dropped_bytes: Option<u64>,
+}
+
+/// How a run ended.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RunStatus {
+    /// The runner produced an output that met its contract.
+    Sealed,
+    /// The run failed; the receipt's `failure` says how.
+    #[default]
+    Failure,
+}
+
+impl RunStatus {
+    /// `sealed` or `failure`.
+    pub const fn name(self) -> &'static str {
+        match self {
+            RunStatus::Sealed => "sealed",
+            RunStatus::Failure => "failure",
+        }
+    }
+}
+
+impl std::fmt::Display for RunStatus {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
 }
 
 /// Where a paged run's records came from.
@@ -129,28 +157,14 @@ pub struct ProcessRecord {
 }
 
 impl Receipt {
-    /// A receipt for a run starting now.
-    pub fn start(skill: &str, version: &str, runner: &str, runner_type: &str) -> Receipt {
+    /// A unique receipt id: the time, this process and a counter.
+    pub fn new_id(started_at_ms: u64) -> String {
         static COUNTER: AtomicU64 = AtomicU64::new(0);
-        let now = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_millis() as u64)
-            .unwrap_or(0);
-        Receipt {
-            schema: RECEIPT_SCHEMA.to_string(),
-            id: format!(
-                "{now}-{}-{}",
-                std::process::id(),
-                COUNTER.fetch_add(1, Ordering::Relaxed)
-            ),
-            skill: skill.to_string(),
-            version: version.to_string(),
-            runner: runner.to_string(),
-            runner_type: runner_type.to_string(),
-            status: "failure".to_string(),
-            started_at_ms: now,
-            ..Receipt::default()
-        }
+        format!(
+            "{started_at_ms}-{}-{}",
+            std::process::id(),
+            COUNTER.fetch_add(1, Ordering::Relaxed)
+        )
     }
 
     /// Writes the receipt as `<dir>/<id>.json`, creating `dir` when needed.
@@ -162,4 +176,11 @@ impl Receipt {
         std::fs::write(&path, text)?;
         Ok(path)
     }
+}
+
+/// Milliseconds since the Unix epoch, now.
+pub(crate) fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
 }

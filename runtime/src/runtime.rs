@@ -1,46 +1,23 @@
 //! The runtime: one warm worker pool, and [`Runtime::run`], which runs one runner of a skill
-//! package as a step: profile → inputs → environment → runner → output contract → receipt.
+//! package as a step: profile → runner → inputs → environment → runner → output contract →
+//! receipt.
 
+use crate::cancel::CancelToken;
 use crate::digest::digest;
-use crate::error::RunError;
+use crate::environment::{self, EnvSource};
+use crate::failure::RunError;
 use crate::inputs::{check_outputs, resolve_inputs};
-use crate::profile::{self, JsRunner, Profile, ProfileError, Runner, RunnerKind};
-use crate::receipt::Receipt;
-use crate::subprocess::CancelToken;
-use runx_worker::bundle::{self, ModuleBundle};
+use crate::profile::{self, Profile, Runner, RunnerKind, RunnerType};
+use crate::progress::ProgressSink;
+use crate::receipt::{Receipt, RunStatus, now_ms};
+use crate::runner::{Produced, Ran, RunContext, Step, cli_tool, javascript};
+use crate::workers::{Workers, discover_worker};
 use runx_worker::engine::ConsoleLog;
-use runx_worker::limits::Limits;
-use runx_worker::pool::{Pool, PoolConfig};
-use runx_worker::process::{Call, WorkerCommand};
+use runx_worker::process::WorkerCommand;
 use serde_json::{Map, Value};
-use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, OnceLock};
 use std::time::Instant;
-
-/// Environment variable naming a worker executable, overriding discovery.
-pub const WORKER_ENV: &str = "RUNX_WORKER";
-
-/// Where declared environment names are read from.
-#[derive(Clone, Debug, Default)]
-pub enum EnvSource {
-    /// The calling process's environment (only declared names are read).
-    #[default]
-    Process,
-    /// Exactly these values; nothing else is visible (harness cases, embedders).
-    Map(BTreeMap<String, String>),
-}
-
-impl EnvSource {
-    /// The value of `name`, if set.
-    pub fn get(&self, name: &str) -> Option<String> {
-        match self {
-            EnvSource::Process => std::env::var(name).ok(),
-            EnvSource::Map(m) => m.get(name).cloned(),
-        }
-    }
-}
 
 /// One run of one runner.
 #[derive(Clone, Debug)]
@@ -58,7 +35,7 @@ pub struct RunRequest {
     /// Where receipts go; `<workspace>/.runx/receipts` when `None`.
     pub receipt_dir: Option<PathBuf>,
     /// Called after each page of a paged run.
-    pub progress: Option<crate::paged::ProgressSink>,
+    pub progress: Option<ProgressSink>,
 }
 
 impl RunRequest {
@@ -74,6 +51,13 @@ impl RunRequest {
             receipt_dir: None,
             progress: None,
         }
+    }
+
+    /// Where this run's receipt goes.
+    pub fn receipt_dir(&self) -> PathBuf {
+        self.receipt_dir
+            .clone()
+            .unwrap_or_else(|| self.workspace.join(".runx").join("receipts"))
     }
 }
 
@@ -93,10 +77,8 @@ pub struct RunOutcome {
     pub skill: String,
     /// The runner that ran (or was asked for).
     pub runner: String,
-    /// The output, when sealed.
-    pub output: Option<Value>,
-    /// The failure, when not sealed.
-    pub error: Option<RunError>,
+    /// The output when sealed, the failure otherwise.
+    pub result: Result<Value, RunError>,
     /// The receipt as written.
     pub receipt: Receipt,
     /// Where the receipt was written, when it could be.
@@ -107,68 +89,71 @@ pub struct RunOutcome {
 
 impl RunOutcome {
     /// `sealed` or `failure`.
-    pub fn status(&self) -> &'static str {
-        if self.error.is_none() {
-            "sealed"
-        } else {
-            "failure"
+    pub fn status(&self) -> RunStatus {
+        match self.result {
+            Ok(_) => RunStatus::Sealed,
+            Err(_) => RunStatus::Failure,
         }
+    }
+
+    /// The output, when sealed.
+    pub fn output(&self) -> Option<&Value> {
+        self.result.as_ref().ok()
+    }
+
+    /// The failure, when not sealed.
+    pub fn error(&self) -> Option<&RunError> {
+        self.result.as_ref().err()
     }
 
     /// The process exit code: 0 sealed, 64 usage/input, 130 interrupted, 1 other failures.
     pub fn exit_code(&self) -> i32 {
-        self.error.as_ref().map_or(0, RunError::exit_code)
+        self.error().map_or(0, RunError::exit_code)
     }
-}
-
-/// What a runner produced before the contract checks.
-pub(crate) struct Produced {
-    pub output: Value,
-    pub log: ConsoleLog,
-}
-
-/// A runner about to run: its package and declaration, and the inputs and environment values
-/// it was given (defaults applied, declared names only).
-pub(crate) struct Step<'a> {
-    pub profile: &'a Profile,
-    pub runner: &'a Runner,
-    pub inputs: Map<String, Value>,
-    pub environment: BTreeMap<String, String>,
-    pub req: &'a RunRequest,
 }
 
 /// Runs skills. Holds one worker pool, started on first use and reused by every run.
 pub struct Runtime {
-    worker: WorkerCommand,
-    pool_size: Option<usize>,
-    pool: OnceLock<Result<Pool, String>>,
+    workers: Workers,
     instance: String,
-    interrupted: Arc<AtomicBool>,
+    interrupted: AtomicBool,
     cancel: CancelToken,
+}
+
+/// Who ran: what the receipt names, as far as the run got.
+struct Identity {
+    skill: String,
+    version: String,
+    runner: String,
+    runner_type: Option<RunnerType>,
 }
 
 impl Runtime {
     /// A runtime whose workers are started with `worker`.
     pub fn new(worker: WorkerCommand) -> Runtime {
         Runtime {
-            worker,
-            pool_size: None,
-            pool: OnceLock::new(),
+            workers: Workers::new(worker),
             instance: instance_id(),
-            interrupted: Arc::new(AtomicBool::new(false)),
+            interrupted: AtomicBool::new(false),
             cancel: CancelToken::default(),
         }
     }
 
-    /// A runtime using the worker named by `RUNX_WORKER`, else `runx-worker` next to the
-    /// current executable, else the current executable's `__worker` subcommand.
+    /// A runtime using the worker found by [`crate::workers::discover_worker`].
     pub fn discover() -> Runtime {
         Runtime::new(discover_worker())
     }
 
     /// Sets the number of workers (default: CPUs, at most 16).
     pub fn with_pool_size(mut self, size: usize) -> Runtime {
-        self.pool_size = Some(size);
+        self.workers.set_size(size);
+        self
+    }
+
+    /// Sets the JavaScript engine of the workers (`quickjs`, the default, or `v8`); check it
+    /// first with [`crate::workers::check_engine`].
+    pub fn with_engine(mut self, engine: &str) -> Runtime {
+        self.workers.set_engine(engine);
         self
     }
 
@@ -181,65 +166,50 @@ impl Runtime {
     pub fn interrupt(&self) {
         self.interrupted.store(true, Ordering::SeqCst);
         self.cancel.cancel();
-        if let Some(Ok(pool)) = self.pool.get() {
-            pool.kill_all();
-        }
+        self.workers.kill_all();
     }
 
     /// Process ids of live workers (for tests and diagnostics).
     pub fn worker_pids(&self) -> Vec<u32> {
-        match self.pool.get() {
-            Some(Ok(p)) => p.worker_pids(),
-            _ => Vec::new(),
-        }
-    }
-
-    pub(crate) fn pool(&self) -> Result<&Pool, RunError> {
-        self.pool
-            .get_or_init(|| {
-                let mut cfg = PoolConfig::new(self.worker.clone());
-                if let Some(n) = self.pool_size {
-                    cfg = cfg.size(n);
-                }
-                Pool::new(cfg).map_err(|e| format!("cannot create the worker pool: {e}"))
-            })
-            .as_ref()
-            .map_err(|e| RunError::new("internal", "pool", e.clone()))
-    }
-
-    pub(crate) fn cancel_token(&self) -> &CancelToken {
-        &self.cancel
+        self.workers.pids()
     }
 
     /// Runs one runner and writes its receipt. Never panics on bad input: every problem comes
-    /// back as the outcome's `error`.
+    /// back as the outcome's `result`.
     pub fn run(&self, req: &RunRequest) -> RunOutcome {
         let started = Instant::now();
-        let mut receipt = Receipt::start("", "", req.runner.as_deref().unwrap_or(""), "");
-        let mut log = ConsoleLog::default();
-        let result = self.run_inner(req, &mut receipt, &mut log);
-        let (output, mut error) = match result {
-            Ok(v) => (Some(v), None),
-            Err(e) => (None, Some(e)),
+        let started_at_ms = now_ms();
+        let (identity, ran) = self.execute(req);
+        let Ran { result, provenance } = ran;
+        let mut result = result.map(|p| p.output);
+        if self.interrupted.load(Ordering::SeqCst) && result.is_err() {
+            result = Err(RunError::interrupted());
+        }
+        let receipt = Receipt {
+            schema: crate::receipt::RECEIPT_SCHEMA.to_string(),
+            id: Receipt::new_id(started_at_ms),
+            skill: identity.skill,
+            version: identity.version,
+            runner: identity.runner,
+            runner_type: identity.runner_type,
+            status: if result.is_ok() {
+                RunStatus::Sealed
+            } else {
+                RunStatus::Failure
+            },
+            failure: result.as_ref().err().cloned(),
+            input_digest: provenance.input_digest,
+            output_digest: result.as_ref().ok().map(digest),
+            bundle_digest: provenance.bundle_digest,
+            limits: provenance.limits.to_map(),
+            duration_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
+            started_at_ms,
+            artifact: provenance.artifact,
+            process: provenance.process,
+            console_dropped_bytes: (provenance.log.dropped_bytes > 0)
+                .then_some(provenance.log.dropped_bytes),
         };
-        if self.interrupted.load(Ordering::SeqCst) && error.is_some() {
-            error = Some(RunError::new(
-                "interrupted",
-                "interrupted",
-                "the run was interrupted; its workers and processes were killed",
-            ));
-        }
-        receipt.status = if error.is_none() { "sealed" } else { "failure" }.to_string();
-        receipt.failure = error.clone();
-        receipt.output_digest = output.as_ref().map(digest);
-        receipt.duration_ms = started.elapsed().as_millis() as u64;
-        if log.truncated() {
-            receipt.console_dropped_bytes = Some(log.dropped_bytes);
-        }
-        let dir = req
-            .receipt_dir
-            .clone()
-            .unwrap_or_else(|| req.workspace.join(".runx").join("receipts"));
+        let dir = req.receipt_dir();
         let receipt_path = match receipt.write(&dir) {
             Ok(p) => Some(p),
             Err(e) => {
@@ -250,202 +220,81 @@ impl Runtime {
         RunOutcome {
             skill: receipt.skill.clone(),
             runner: receipt.runner.clone(),
-            output,
-            error,
+            result,
             receipt,
             receipt_path,
-            log,
+            log: provenance.log,
         }
     }
 
-    fn run_inner(
+    /// Loads the package, selects the runner, resolves its inputs and environment, runs it
+    /// and checks its output contract.
+    fn execute(&self, req: &RunRequest) -> (Identity, Ran) {
+        let mut identity = Identity {
+            skill: String::new(),
+            version: String::new(),
+            runner: req.runner.clone().unwrap_or_default(),
+            runner_type: None,
+        };
+        let profile = match profile::load(&req.dir) {
+            Ok(p) => p,
+            Err(e) => return (identity, Ran::failed(e.into())),
+        };
+        identity.skill = profile.skill.clone();
+        identity.version = profile.version.clone();
+        let runner = match profile.runner(req.runner.as_deref()) {
+            Ok(r) => r,
+            Err(e) => return (identity, Ran::failed(e.into())),
+        };
+        identity.runner = runner.name.clone();
+        identity.runner_type = Some(runner.kind.runner_type());
+        let ran = match self.step(&profile, runner, req) {
+            Ok(step) => self.dispatch(step),
+            Err(e) => Ran::failed(e),
+        };
+        (identity, checked(ran, runner))
+    }
+
+    /// The step for `runner`: its inputs resolved and its environment read.
+    fn step<'a>(
         &self,
-        req: &RunRequest,
-        receipt: &mut Receipt,
-        log: &mut ConsoleLog,
-    ) -> Result<Value, RunError> {
-        let profile = profile::load(&req.dir)?;
-        receipt.skill = profile.skill.clone();
-        receipt.version = profile.version.clone();
-        let runner = profile.runner(req.runner.as_deref())?;
-        receipt.runner = runner.name.clone();
-        receipt.runner_type = runner.kind.type_name().to_string();
-        let step = Step {
-            profile: &profile,
+        profile: &'a Profile,
+        runner: &'a Runner,
+        req: &'a RunRequest,
+    ) -> Result<Step<'a>, RunError> {
+        let resolved = resolve_inputs(runner, req.inputs.clone())?;
+        Ok(Step {
+            profile,
             runner,
-            inputs: resolve_inputs(runner, req.inputs.clone())?,
-            environment: declared_environment(runner, &req.env)?,
-            req,
-        };
-        let produced = match &runner.kind {
-            RunnerKind::Javascript(js) => self.run_javascript(step, js, receipt)?,
-            RunnerKind::CliTool(tool) => crate::cli_tool::run(self, step, tool, receipt)?,
-            RunnerKind::Unsupported(ty) => {
-                return Err(ProfileError::UnsupportedRunner {
-                    runner: runner.name.clone(),
-                    ty: ty.clone(),
-                }
-                .into());
-            }
-        };
-        *log = produced.log;
-        check_outputs(runner, &produced.output)?;
-        Ok(produced.output)
-    }
-
-    fn run_javascript(
-        &self,
-        step: Step<'_>,
-        js: &JsRunner,
-        receipt: &mut Receipt,
-    ) -> Result<Produced, RunError> {
-        let limits = Limits::default().with_wall(step.runner.timeout);
-        receipt.limits = limits
-            .entries()
-            .into_iter()
-            .map(|(l, v)| (l.name().to_string(), v))
-            .collect();
-        let bundle = collect_bundle(&step.profile.dir, &js.module, &limits)?;
-        let bundle_digest = bundle.digest();
-        receipt.bundle_digest = Some(bundle_digest.clone());
-        let bundle = Arc::new(bundle);
-        if let Some(pages) = &js.pages {
-            return crate::paged::run(
-                self,
-                crate::paged::PagedRun {
-                    step,
-                    js,
-                    pages,
-                    bundle,
-                    bundle_digest,
-                    limits,
-                },
-                receipt,
-            );
-        }
-        let input_value = Value::Object(step.inputs);
-        receipt.input_digest = Some(digest(&input_value));
-        let input = serde_json::to_vec(&input_value)
-            .map_err(|e| RunError::new("internal", "encode", e.to_string()))?;
-        if input.len() > limits.input_bytes {
-            return Err(RunError::new(
-                "resource_limit",
-                "input_bytes",
-                format!(
-                    "the inputs are {} bytes of JSON; the worker accepts at most {} bytes",
-                    input.len(),
-                    limits.input_bytes
-                ),
-            ));
-        }
-        let call = Call {
-            bundle,
-            bundle_digest,
-            export: js.export.clone(),
-            input,
-            page: None,
-            environment: step.environment,
-            limits,
-            idempotent: true,
-        };
-        let reply = self
-            .pool()?
-            .call(&call)
-            .map_err(|e| RunError::from(e.failure))?;
-        let output = serde_json::from_slice(&reply.output).map_err(|e| {
-            RunError::new(
-                "output_rejected",
-                "invalid_json",
-                format!("the worker returned invalid JSON: {e}"),
-            )
-        })?;
-        Ok(Produced {
-            output,
-            log: reply.log,
+            inputs: resolved.inputs,
+            environment: environment::declared(runner, &req.env)?,
+            workspace: &req.workspace,
+            progress: req.progress.as_ref(),
+            page_source: resolved.page_source,
         })
     }
-}
 
-/// Collects the module closure of a javascript runner, as a typed run failure.
-pub(crate) fn collect_bundle(
-    dir: &Path,
-    module: &str,
-    limits: &Limits,
-) -> Result<ModuleBundle, RunError> {
-    bundle::collect(dir, module, limits.source_bytes).map_err(|e| {
-        let code = match &e {
-            bundle::BundleError::Rejected(_) => "specifier",
-            bundle::BundleError::File { .. } => "module_file",
-            bundle::BundleError::TooLarge { .. } => "source_bytes",
-            bundle::BundleError::Syntax { .. } => "syntax",
+    fn dispatch(&self, step: Step<'_>) -> Ran {
+        let ctx = RunContext {
+            workers: &self.workers,
+            cancel: &self.cancel,
+            instance: &self.instance,
         };
-        let kind = if code == "source_bytes" {
-            "resource_limit"
-        } else {
-            "module_rejected"
-        };
-        RunError::new(kind, code, e.to_string())
-    })
+        match &step.runner.kind {
+            RunnerKind::Javascript(js) => javascript::run(&ctx, step, js),
+            RunnerKind::CliTool(tool) => cli_tool::run(&ctx, step, tool),
+        }
+    }
 }
 
-/// Reads the runner's declared environment names; a missing required name is a failure before
-/// anything starts.
-pub(crate) fn declared_environment(
-    runner: &Runner,
-    env: &EnvSource,
-) -> Result<BTreeMap<String, String>, RunError> {
-    let mut out = BTreeMap::new();
-    for name in &runner.environment.required {
-        match env.get(name) {
-            Some(v) => {
-                out.insert(name.clone(), v);
-            }
-            None => {
-                return Err(RunError::new(
-                    "environment",
-                    "missing_environment",
-                    format!(
-                        "runner `{}` requires the environment variable `{name}`, which is not set; set it and run again",
-                        runner.name
-                    ),
-                ));
-            }
-        }
-    }
-    for name in &runner.environment.optional {
-        if let Some(v) = env.get(name) {
-            out.insert(name.clone(), v);
-        }
-    }
-    Ok(out)
-}
-
-fn discover_worker() -> WorkerCommand {
-    if let Some(p) = std::env::var_os(WORKER_ENV) {
-        return WorkerCommand::new(p);
-    }
-    let exe = std::env::current_exe().unwrap_or_else(|_| PathBuf::from("runx"));
-    if let Some(dir) = exe.parent() {
-        let sibling = dir.join("runx-worker");
-        if sibling.is_file() {
-            return WorkerCommand::new(sibling);
-        }
-        // Test binaries live one level below the executables in cargo's target directory.
-        if let Some(up) = dir.parent() {
-            for name in ["runx-worker", "runx"] {
-                let p = up.join(name);
-                if p.is_file() {
-                    let cmd = WorkerCommand::new(&p);
-                    return if name == "runx" {
-                        cmd.arg("__worker")
-                    } else {
-                        cmd
-                    };
-                }
-            }
-        }
-    }
-    WorkerCommand::new(exe).arg("__worker")
+/// A sealed result must meet the runner's output contract.
+fn checked(ran: Ran, runner: &Runner) -> Ran {
+    let Ran { result, provenance } = ran;
+    let result = result.and_then(|Produced { output }| {
+        check_outputs(runner, &output)?;
+        Ok(Produced { output })
+    });
+    Ran { result, provenance }
 }
 
 /// A per-instance id: random bytes from the kernel, or time and pid where those are unavailable.

@@ -98,6 +98,22 @@ impl Failure {
         Failure::limit(limit, message)
     }
 
+    /// `Ok` when a call's input of `len` bytes (the input object plus any page) fits
+    /// `limits`, else the `input_bytes` failure. The pool applies it before a call is sent and
+    /// the worker again when it receives one, with the same words.
+    pub fn check_input(len: usize, limits: &Limits) -> Result<(), Failure> {
+        if len <= limits.input_bytes {
+            return Ok(());
+        }
+        Err(Failure::limit(
+            Limit::InputBytes,
+            format!(
+                "the call's input is {len} bytes of JSON; the worker accepts at most {} bytes",
+                limits.input_bytes
+            ),
+        ))
+    }
+
     /// The failure of `code` for a thrown value described by `text`.
     pub fn thrown(code: FailureCode, text: &str) -> Failure {
         if text.is_empty() {

@@ -31,7 +31,7 @@ pub enum Limit {
 
 impl Limit {
     /// The stable snake_case name of the limit.
-    pub fn name(self) -> &'static str {
+    pub const fn name(self) -> &'static str {
         match self {
             Limit::InputBytes => "input_bytes",
             Limit::OutputBytes => "output_bytes",
@@ -121,7 +121,7 @@ impl Limits {
     }
 
     /// The value of one limit, as a number in its unit.
-    pub fn value(&self, limit: Limit) -> u64 {
+    pub const fn value(&self, limit: Limit) -> u64 {
         match limit {
             Limit::InputBytes => self.input_bytes as u64,
             Limit::OutputBytes => self.output_bytes as u64,

@@ -1,8 +1,8 @@
 //! The pool: N worker processes, started lazily, reused, replaced within a restart budget.
 //!
-//! [`Pool::call`] is blocking and thread-safe; [`Pool::call_async`] runs it on tokio's blocking
-//! threads. A call is retried on another worker only when it cannot have started (the request
-//! never reached the worker), or when the caller marked it idempotent.
+//! [`Pool::call`] is blocking and thread-safe. A call is retried on another worker only when it
+//! cannot have started (the request never reached the worker), or when the caller marked it
+//! idempotent.
 
 use crate::engine::ConsoleLog;
 use crate::failure::{Failure, FailureCode};
@@ -134,6 +134,8 @@ impl Pool {
 
     /// Runs one call on a worker, blocking until it ends.
     pub fn call(&self, call: &Call) -> Result<Reply, CallError> {
+        // A call too large for its limits never reaches a worker.
+        Failure::check_input(call.input_bytes(), &call.limits.narrow())?;
         let mut crashed_once = false;
         let mut unsent = 0;
         loop {
@@ -187,34 +189,6 @@ impl Pool {
                 }
             }
         }
-    }
-
-    /// [`Pool::call`] for async callers: runs on tokio's blocking threads.
-    pub async fn call_async(&self, call: Call) -> Result<Reply, CallError> {
-        let pool = self.clone();
-        match tokio::task::spawn_blocking(move || pool.call(&call)).await {
-            Ok(r) => r,
-            Err(e) => {
-                Err(Failure::new(FailureCode::Internal, format!("call task failed: {e}")).into())
-            }
-        }
-    }
-
-    /// Checks every idle worker answers a health nonce; unhealthy ones are replaced later.
-    /// Returns how many answered.
-    pub fn health_check(&self) -> usize {
-        let idle = std::mem::take(&mut self.lock().idle);
-        let mut healthy = 0;
-        for (n, mut w) in idle.into_iter().enumerate() {
-            match w.health(n as u64 + 1, Duration::from_secs(1)) {
-                Ok(()) => {
-                    healthy += 1;
-                    self.release(w);
-                }
-                Err(why) => self.discard(w, &why),
-            }
-        }
-        healthy
     }
 
     /// Kills every worker's process group at once (Ctrl-C). Calls in flight fail; the pool

@@ -102,6 +102,17 @@ impl Call {
     }
 }
 
+impl Call {
+    /// Bytes of input the worker receives: the input object and the page, if any.
+    pub fn input_bytes(&self) -> usize {
+        self.input.len()
+            + self
+                .page
+                .as_ref()
+                .map_or(0, |p| p.meta.len() + 4 * p.ends.len() + p.blob.len())
+    }
+}
+
 /// A successful call.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Reply {
@@ -357,20 +368,6 @@ impl WorkerProcess {
     /// Whether the process has already exited (checked before handing it a call).
     pub(crate) fn has_exited(&mut self) -> bool {
         !matches!(self.child.try_wait(), Ok(None))
-    }
-
-    /// Sends a health check and waits for the echo.
-    pub(crate) fn health(&mut self, nonce: u64, timeout: Duration) -> Result<(), String> {
-        let h = Header::new(0, Message::Health { nonce }).to_bytes();
-        write_frame(&mut self.stdin, &h, &[]).map_err(|e| e.to_string())?;
-        match self.next_reply(Instant::now() + timeout) {
-            Ok((header, _)) => match header.message {
-                Message::Healthy { nonce: n } if n == nonce => Ok(()),
-                other => Err(format!("unexpected health answer {other:?}")),
-            },
-            Err(Wait::TimedOut) => Err("no health answer in time".to_string()),
-            Err(Wait::Broken(why)) => Err(why),
-        }
     }
 
     fn next_reply(&mut self, deadline: Instant) -> Result<(Header, Vec<u8>), Wait> {

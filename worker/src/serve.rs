@@ -253,16 +253,7 @@ pub fn serve(
                             Some((meta, blob))
                         }
                     };
-                    let total = tail.len();
-                    if total > limits.input_bytes {
-                        return Err(Failure::limit(
-                            crate::limits::Limit::InputBytes,
-                            format!(
-                                "the call's input is {total} bytes; the limit is {} bytes",
-                                limits.input_bytes
-                            ),
-                        ));
-                    }
+                    Failure::check_input(tail.len(), &limits)?;
                     let call = EngineCall {
                         bundle: &bundle,
                         export: export.as_deref(),

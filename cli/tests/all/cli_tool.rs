@@ -60,7 +60,8 @@ fn nine_mib_of_stdout_is_a_truncated_failure() {
     let (ws, _) = workspace_with("tool");
     let (v, code) = tool(ws.path(), "large-output", &["-i", "bytes=9437184"], &[]);
     assert_eq!(code, 1);
-    assert_eq!(v["error"]["kind"], "truncated");
+    assert_eq!(v["error"]["kind"], "resource_limit");
+    assert_eq!(v["error"]["code"], "capture_bytes");
     let r = receipt(&v);
     assert_eq!(r["process"]["stdout"]["total_bytes"], 9437184);
     assert_eq!(r["process"]["stdout"]["truncated"], true);
@@ -78,7 +79,8 @@ fn timeout_kills_the_grandchild_too() {
     let started = std::time::Instant::now();
     let (v, code) = tool(ws.path(), "sleepy", &[], &[]);
     assert_eq!(code, 1);
-    assert_eq!(v["error"]["kind"], "timeout");
+    assert_eq!(v["error"]["kind"], "resource_limit");
+    assert_eq!(v["error"]["code"], "wall_milliseconds");
     assert!(started.elapsed() < std::time::Duration::from_secs(10));
     let pid: u32 = std::fs::read_to_string(ws.path().join("grandchild.pid"))
         .unwrap()

@@ -191,14 +191,10 @@ fn symlinked_and_outside_modules_are_refused() {
     .unwrap();
     std::fs::write(
         pkg.join("X.yaml"),
-        "skill: s\nversion: '1'\nrunners:\n  link: {type: javascript, module: link.mjs}\n  up: {type: javascript, module: ../outside.mjs}\n  imp: {type: javascript, module: imp.mjs}\n",
+        "skill: s\nversion: '1'\nrunners:\n  link: {type: javascript, module: link.mjs}\n  imp: {type: javascript, module: imp.mjs}\n",
     )
     .unwrap();
-    for (runner, needle) in [
-        ("link", "symlink"),
-        ("up", "outside.mjs"),
-        ("imp", "../outside.mjs"),
-    ] {
+    for (runner, needle) in [("link", "symlink"), ("imp", "../outside.mjs")] {
         let (v, code) = json_in(ws.path(), &["skill", "pkg", runner], &[]);
         assert_ne!(code, 0, "{runner}");
         assert_ne!(v["status"], "sealed");
@@ -207,6 +203,23 @@ fn symlinked_and_outside_modules_are_refused() {
             "{runner}: {v}"
         );
     }
+    // A module path that leaves the package is refused when the profile loads, by the same
+    // rule the worker applies to imports.
+    let up = ws.path().join("up");
+    std::fs::create_dir_all(&up).unwrap();
+    std::fs::write(
+        up.join("X.yaml"),
+        "skill: s\nrun: {type: javascript, module: ../outside.mjs}\n",
+    )
+    .unwrap();
+    let (v, code) = json_in(ws.path(), &["skill", "up"], &[]);
+    assert_eq!(code, 64, "{v}");
+    assert_eq!(v["error"]["kind"], "profile", "{v}");
+    let message = v["error"]["message"].as_str().unwrap();
+    assert!(
+        message.contains("../outside.mjs") && message.contains("leaves the skill directory"),
+        "{v}"
+    );
 }
 
 #[test]

@@ -2,10 +2,9 @@
 //! a synthetic archive generator, the parse-and-aggregate module, a skill package around it and
 //! one measured paged run.
 
-use crate::error::RunError;
-use crate::paged::ProgressSink;
-use crate::receipt::PageTimings;
-use crate::runtime::{RunRequest, Runtime};
+use runx_runtime::progress::ProgressSink;
+use runx_runtime::receipt::PageTimings;
+use runx_runtime::{RunError, RunRequest, Runtime};
 use serde_json::{Map, Value};
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -229,16 +228,9 @@ impl Bench {
         if let Some(p) = &out.receipt_path {
             let _ = std::fs::remove_file(p);
         }
-        if let Some(e) = out.error {
-            return Err(e);
-        }
+        let output = out.result?;
         let artifact = out.receipt.artifact.unwrap_or_default();
-        let records = out
-            .output
-            .as_ref()
-            .and_then(|o| o.get("records"))
-            .and_then(Value::as_u64)
-            .unwrap_or(0);
+        let records = output.get("records").and_then(Value::as_u64).unwrap_or(0);
         Ok(PagesRun {
             wall,
             pages: artifact.page_count,

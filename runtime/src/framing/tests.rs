@@ -1,0 +1,717 @@
+use super::*;
+use proptest::prelude::*;
+
+/// A budget that never limits anything.
+const BIG: PageBudget = PageBudget {
+    page_bytes: usize::MAX,
+    payload_bytes: usize::MAX,
+    per_record_overhead: 0,
+};
+
+fn budget(page_bytes: usize) -> PageBudget {
+    PageBudget {
+        page_bytes,
+        payload_bytes: usize::MAX,
+        per_record_overhead: 0,
+    }
+}
+
+/// Frames everything; returns pages or the first error.
+fn frame_all(src: &[u8], budget: &PageBudget) -> Result<Vec<Page>, FramingError> {
+    let mut framer = Framer::new(src)?;
+    let mut pages = Vec::new();
+    while let Some(page) = framer.next_page(budget)? {
+        pages.push(page);
+        assert!(pages.len() <= src.len() + 1, "framer made no progress");
+    }
+    // Fused after eof.
+    assert_eq!(framer.next_page(budget), Ok(None));
+    Ok(pages)
+}
+
+/// Records of all pages as strings.
+fn records(src: &[u8], pages: &[Page]) -> Vec<String> {
+    pages
+        .iter()
+        .flat_map(|p| p.records.iter())
+        .map(|r| String::from_utf8(src[r.clone()].to_vec()).expect("utf8"))
+        .collect()
+}
+
+fn ok_records(src: &str) -> Vec<String> {
+    let pages = frame_all(src.as_bytes(), &BIG).expect("frames");
+    check_tiling(src.as_bytes(), &pages);
+    records(src.as_bytes(), &pages)
+}
+
+fn err(src: &[u8], budget: &PageBudget) -> FramingError {
+    frame_all(src, budget).expect_err("should fail")
+}
+
+fn check_tiling(src: &[u8], pages: &[Page]) {
+    assert!(!pages.is_empty());
+    assert_eq!(pages[0].offset, 0);
+    for (n, w) in pages.iter().enumerate() {
+        assert_eq!(w.index as usize, n);
+        assert_eq!(w.eof, n == pages.len() - 1);
+    }
+    for w in pages.windows(2) {
+        assert_eq!(w[0].next_offset, w[1].offset);
+        assert!(!w[0].records.is_empty());
+    }
+    assert_eq!(pages[pages.len() - 1].next_offset, src.len() as u64);
+    for p in pages {
+        for r in &p.records {
+            assert!(p.offset as usize <= r.start && r.end <= p.next_offset as usize);
+        }
+    }
+}
+
+#[test]
+fn framer_is_send() {
+    fn assert_send<T: Send>() {}
+    assert_send::<Framer<'static>>();
+    assert_send::<FramingError>();
+    assert_send::<Page>();
+}
+
+#[test]
+fn plain_array_and_whitespace() {
+    assert_eq!(ok_records("[1,2,3]"), ["1", "2", "3"]);
+    assert_eq!(ok_records(" \n\t[ 1 ,\r\n2\t,3 ]\n "), ["1", "2", "3"]);
+}
+
+#[test]
+fn prefix_forms() {
+    let src = "window.YTD.tweets.part0 = [{\"a\":1}, {\"b\":2}]";
+    assert_eq!(ok_records(src), ["{\"a\":1}", "{\"b\":2}"]);
+    let (open, prefix) = super::scan::parse_head(src.as_bytes()).expect("prefix");
+    assert_eq!(prefix.map(|r| &src[r]), Some("window.YTD.tweets.part0"));
+    assert_eq!(open, 26);
+    assert_eq!(ok_records("x=[1]"), ["1"]);
+    assert_eq!(ok_records("$_a.b9\t=\n[true]"), ["true"]);
+    assert_eq!(ok_records("\u{feff}a = [null]"), ["null"]);
+    assert_eq!(ok_records("\u{feff} [null]"), ["null"]);
+    assert_eq!(super::scan::parse_head(b"[1]").expect("ok"), (0, None));
+    // Page 0 covers the prefix.
+    let pages = frame_all(src.as_bytes(), &budget(8)).expect("frames");
+    assert_eq!(pages.len(), 2);
+    assert_eq!(pages[0].offset, 0);
+    assert_eq!(pages[0].next_offset, 36);
+    assert_eq!(pages[0].records, vec![27..34]);
+    assert_eq!(pages[1].records, vec![36..43]);
+}
+
+#[test]
+fn bad_prefixes() {
+    let cases: &[(&str, u64)] = &[
+        ("", 0),
+        ("   ", 3),
+        ("{\"a\":1}", 0),
+        ("1x = [1]", 0),
+        ("var x = [1]", 4),
+        ("a. b = [1]", 2),
+        ("a.", 2),
+        ("a..b = [1]", 2),
+        ("a = b", 4),
+        ("a [1]", 2),
+        ("a == [1]", 3),
+        (" a = [1]", 1),
+        ("#!x\n[1]", 0),
+    ];
+    for &(src, offset) in cases {
+        let e = Framer::new(src.as_bytes()).expect_err(src);
+        assert!(matches!(e, FramingError::BadPrefix { .. }), "{src}: {e}");
+        assert_eq!(e.offset(), offset, "{src}: {e}");
+        assert_eq!(e.page_index(), None);
+    }
+}
+
+#[test]
+fn prefix_limit() {
+    let mut long = vec![b' '; MAX_PREFIX_BYTES];
+    long.extend_from_slice(b"[1]");
+    let e = Framer::new(&long).expect_err("too long");
+    assert!(matches!(e, FramingError::PrefixTooLong { .. }), "{e}");
+    // Just inside the limit is fine.
+    let mut ok = vec![b' '; MAX_PREFIX_BYTES - 1];
+    ok.extend_from_slice(b"[1]");
+    assert!(Framer::new(&ok).is_ok());
+    let mut ident = vec![b'a'; MAX_PREFIX_BYTES + 10];
+    ident.extend_from_slice(b"=[1]");
+    let e = Framer::new(&ident).expect_err("too long");
+    assert!(matches!(e, FramingError::PrefixTooLong { .. }), "{e}");
+}
+
+#[test]
+fn empty_arrays() {
+    for src in ["[]", "x = [ ]", " [\n]\n", "\u{feff}[]"] {
+        let pages = frame_all(src.as_bytes(), &BIG).expect(src);
+        assert_eq!(pages.len(), 1);
+        assert!(pages[0].eof && pages[0].records.is_empty());
+        assert_eq!(pages[0].length(), src.len() as u64);
+    }
+    // Even a zero budget can frame an empty array.
+    let zero = PageBudget {
+        page_bytes: 0,
+        payload_bytes: 0,
+        per_record_overhead: 5,
+    };
+    assert_eq!(frame_all(b"[]", &zero).expect("empty").len(), 1);
+}
+
+#[test]
+fn scalars_and_nested() {
+    assert_eq!(
+        ok_records("[1, -2.5e3, true,false,null, \"s\", [], {}, [[1],[2,{\"a\":[3]}]]]"),
+        [
+            "1",
+            "-2.5e3",
+            "true",
+            "false",
+            "null",
+            "\"s\"",
+            "[]",
+            "{}",
+            "[[1],[2,{\"a\":[3]}]]"
+        ]
+    );
+    assert_eq!(
+        ok_records("[{ \"a\" : [ 1 , 2 ] }]"),
+        ["{ \"a\" : [ 1 , 2 ] }"]
+    );
+}
+
+#[test]
+fn tricky_strings() {
+    let src = r#"["]", ",", "\"", "\\", "\\\"]", {"k]":"v,}"}, "[{", "é😀\u00e9"]"#;
+    assert_eq!(
+        ok_records(src),
+        [
+            r#""]""#,
+            r#"",""#,
+            r#""\"""#,
+            r#""\\""#,
+            r#""\\\"]""#,
+            r#"{"k]":"v,}"}"#,
+            r#""[{""#,
+            r#""é😀\u00e9""#
+        ]
+    );
+}
+
+#[test]
+fn paging_limits_and_overhead() {
+    // Records "1","22","333" at 1, 4, 8; spans: 1..2, 4..6, 8..11.
+    let src = b"[1, 22, 333]";
+    let pages = frame_all(src, &budget(5)).expect("frames");
+    check_tiling(src, &pages);
+    let got: Vec<_> = pages.iter().map(|p| p.records.clone()).collect();
+    assert_eq!(got, vec![vec![1..2, 4..6], vec![8..11]]);
+    assert_eq!(pages[0].next_offset, 8);
+    assert_eq!(pages[0].record_bytes(), 3);
+    // Exactly at the span limit fits.
+    let pages = frame_all(src, &budget(10)).expect("frames");
+    assert_eq!(pages.len(), 1);
+    let pages = frame_all(src, &budget(9)).expect("frames");
+    assert_eq!(pages.len(), 2);
+    // Payload limit with overhead: each record costs len + 2.
+    let b = PageBudget {
+        page_bytes: 100,
+        payload_bytes: 7,
+        per_record_overhead: 2,
+    };
+    let pages = frame_all(src, &b).expect("frames");
+    let got: Vec<_> = pages.iter().map(|p| p.records.len()).collect();
+    assert_eq!(got, vec![2, 1]);
+    for p in &pages {
+        assert!(p.record_bytes() + 2 * p.records.len() <= 7);
+    }
+    // One record per page.
+    let pages = frame_all(src, &budget(3)).expect("frames");
+    check_tiling(src, &pages);
+    assert_eq!(pages.len(), 3);
+    assert!(pages[2].eof);
+}
+
+#[test]
+fn record_too_large() {
+    let e = err(b"[1, 22, 4444, 1]", &budget(3));
+    assert_eq!(
+        e,
+        FramingError::RecordTooLarge {
+            offset: 8,
+            page: 2,
+            len: 4,
+            limit: 3
+        }
+    );
+    let b = PageBudget {
+        page_bytes: 100,
+        payload_bytes: 5,
+        per_record_overhead: 3,
+    };
+    let e = err(b"[\"abc\"]", &b);
+    assert_eq!(
+        e,
+        FramingError::RecordTooLarge {
+            offset: 1,
+            page: 0,
+            len: 5,
+            limit: 2
+        }
+    );
+    assert!(e.to_string().contains("byte 1"), "{e}");
+}
+
+#[test]
+fn truncated_inputs() {
+    let cases: &[(&str, u64)] = &[
+        ("[", 1),
+        ("[ \n", 3),
+        ("[1", 2),
+        ("[1 ", 3),
+        ("[1,", 3),
+        ("[1, ", 4),
+        ("[[1,2]", 6),
+    ];
+    for &(src, offset) in cases {
+        let e = err(src.as_bytes(), &BIG);
+        assert!(matches!(e, FramingError::Truncated { .. }), "{src}: {e}");
+        assert_eq!(e.offset(), offset, "{src}: {e}");
+    }
+    // Unterminated records name the record start.
+    for (src, offset) in [
+        ("[1, {\"a\": 1", 4u64),
+        ("[1, \"abc", 4),
+        ("[\"ab\\\"]", 1),
+        ("[\"a\\", 1),
+    ] {
+        let e = err(src.as_bytes(), &BIG);
+        assert!(
+            matches!(e, FramingError::UnterminatedRecord { .. }),
+            "{src}: {e}"
+        );
+        assert_eq!(e.offset(), offset, "{src}: {e}");
+    }
+}
+
+#[test]
+fn invalid_utf8_in_record() {
+    let src = b"[\"ok\", \"a\xffb\"]";
+    let e = err(src, &BIG);
+    assert_eq!(
+        e,
+        FramingError::InvalidUtf8 {
+            offset: 7,
+            page: 0,
+            at: 9
+        }
+    );
+    // The page index is the page being framed.
+    let e = err(src, &budget(4));
+    assert_eq!(e.page_index(), Some(1));
+    assert_eq!(e.offset(), 7);
+}
+
+#[test]
+fn invalid_json_record() {
+    for (src, offset) in [
+        ("[1, {\"a\" 1}]", 4u64),
+        ("[tru]", 1),
+        ("[01]", 1),
+        ("[{}x]", 1),
+        ("[\"\\q\"]", 1),
+        ("[{\"a\":1,}]", 1),
+        ("[1, 2, nul]", 7),
+    ] {
+        let e = err(src.as_bytes(), &BIG);
+        assert!(matches!(e, FramingError::InvalidJson { .. }), "{src}: {e}");
+        assert_eq!(e.offset(), offset, "{src}: {e}");
+    }
+    let e = err(b"[1,\n  {\"a\" 1}]", &budget(7));
+    let msg = e.to_string();
+    assert!(
+        msg.starts_with("invalid JSON record at byte 6 (page 1): expected `:` at line 1 column"),
+        "{msg}"
+    );
+}
+
+#[test]
+fn separator_errors() {
+    assert_eq!(
+        err(b"[1,,2]", &BIG),
+        FramingError::DoubleComma { offset: 3, page: 0 }
+    );
+    assert_eq!(
+        err(b"[1, \n , 2]", &BIG),
+        FramingError::DoubleComma { offset: 6, page: 0 }
+    );
+    assert_eq!(
+        err(b"[1,2 , ]", &BIG),
+        FramingError::TrailingComma { offset: 5, page: 0 }
+    );
+    assert_eq!(
+        err(b"[ ,1]", &BIG),
+        FramingError::LeadingComma { offset: 2, page: 0 }
+    );
+    assert_eq!(
+        err(b"[,]", &BIG),
+        FramingError::LeadingComma { offset: 1, page: 0 }
+    );
+    assert_eq!(
+        err(b"[1 2]", &BIG),
+        FramingError::UnexpectedByte {
+            offset: 3,
+            page: 0,
+            found: b'2',
+            expected: "',' or ']'"
+        }
+    );
+    // Errors are raised on the page whose lookahead hits them.
+    assert_eq!(
+        err(b"[1, 2,, 3]", &budget(1)),
+        FramingError::DoubleComma { offset: 6, page: 1 }
+    );
+}
+
+#[test]
+fn mismatched_brackets() {
+    for (src, offset) in [
+        ("[{]}]", 2u64),
+        ("[[}]", 2),
+        ("[1, }]", 4),
+        ("[{\"a\":[1}]", 8),
+    ] {
+        let e = err(src.as_bytes(), &BIG);
+        assert!(
+            matches!(e, FramingError::MismatchedBracket { .. }),
+            "{src}: {e}"
+        );
+        assert_eq!(e.offset(), offset, "{src}: {e}");
+    }
+}
+
+#[test]
+fn deep_nesting_is_rejected_without_unbounded_stack() {
+    let n = MAX_SCAN_DEPTH;
+    let ok = format!("[1, {}{}]", "[".repeat(n), "]".repeat(n));
+    assert_eq!(ok_records(&ok).len(), 2);
+    let deep = format!("[1, {}{}]", "[".repeat(n + 1), "]".repeat(n + 1));
+    let e = err(deep.as_bytes(), &BIG);
+    assert!(
+        matches!(e, FramingError::InvalidJson { offset: 4, .. }),
+        "{e}"
+    );
+    // Hostile, unterminated: rejected as soon as the cap is hit.
+    let hostile = format!("[1, {}", "[".repeat(100_000));
+    let e = err(hostile.as_bytes(), &BIG);
+    assert!(
+        matches!(e, FramingError::InvalidJson { offset: 4, .. }),
+        "{e}"
+    );
+}
+
+#[test]
+fn trailing_garbage() {
+    assert_eq!(
+        err(b"[1] x", &BIG),
+        FramingError::TrailingGarbage { offset: 4, page: 0 }
+    );
+    assert_eq!(
+        err(b"[][]", &BIG),
+        FramingError::TrailingGarbage { offset: 2, page: 0 }
+    );
+    assert_eq!(
+        err(b"x=[1];", &BIG),
+        FramingError::TrailingGarbage { offset: 5, page: 0 }
+    );
+    // Trailing whitespace is part of the eof page.
+    let pages = frame_all(b"[1]\n\n", &BIG).expect("ok");
+    assert_eq!(pages[0].next_offset, 5);
+}
+
+#[test]
+fn errors_are_sticky() {
+    let mut f = Framer::new(b"[1,,2]").expect("head");
+    let e1 = f.next_page(&BIG).expect_err("double comma");
+    let e2 = f.next_page(&BIG).expect_err("still failing");
+    assert_eq!(e1, e2);
+}
+
+#[test]
+fn boundary_record_not_lost() {
+    // The record that ends page 0 early must start page 1.
+    let src = b"[\"aaaa\", \"bbbbbbbb\", 1]";
+    let pages = frame_all(src, &budget(10)).expect("frames");
+    check_tiling(src, &pages);
+    assert_eq!(records(src, &pages), ["\"aaaa\"", "\"bbbbbbbb\"", "1"]);
+    assert_eq!(pages[1].offset, 9);
+}
+
+// ---------------------------------------------------------------------
+// Property test
+// ---------------------------------------------------------------------
+
+#[derive(Debug, Clone)]
+enum Json {
+    Null,
+    Bool(bool),
+    Int(i64),
+    Float(f64),
+    Str(String),
+    Arr(Vec<Json>),
+    Obj(Vec<(String, Json)>),
+}
+
+fn json_strategy() -> impl Strategy<Value = Json> {
+    let string = "[a-z\\]\\[{},:\"\\\\ \\t\\n\u{e9}\u{4e2d}\u{1f600}\u{7f}]{0,8}";
+    let leaf = prop_oneof![
+        Just(Json::Null),
+        any::<bool>().prop_map(Json::Bool),
+        any::<i64>().prop_map(Json::Int),
+        (-1e6f64..1e6).prop_map(Json::Float),
+        string.prop_map(Json::Str),
+    ];
+    leaf.prop_recursive(4, 48, 6, move |inner| {
+        prop_oneof![
+            prop::collection::vec(inner.clone(), 0..6).prop_map(Json::Arr),
+            prop::collection::vec((string, inner), 0..6).prop_map(Json::Obj),
+        ]
+    })
+}
+
+/// Deterministic whitespace source so the serialization is reproducible
+/// from proptest's shrinkable seed.
+struct Ws(u64);
+
+impl Ws {
+    fn emit(&mut self, out: &mut Vec<u8>) {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        let n = (self.0 % 8) as usize;
+        for k in 0..n.saturating_sub(4) {
+            out.push([b' ', b'\t', b'\n', b'\r'][(self.0 >> (8 + 2 * k)) as usize % 4]);
+        }
+    }
+}
+
+fn write_str(s: &str, ws: &mut Ws, out: &mut Vec<u8>) {
+    ws.0 = ws.0.wrapping_add(1);
+    if matches!(ws.0 % 3, 0) {
+        // Fully \u-escaped form.
+        out.push(b'"');
+        for unit in s.encode_utf16() {
+            out.extend_from_slice(format!("\\u{unit:04x}").as_bytes());
+        }
+        out.push(b'"');
+    } else {
+        out.extend_from_slice(serde_json::to_string(s).expect("string").as_bytes());
+    }
+}
+
+fn write_json(v: &Json, ws: &mut Ws, out: &mut Vec<u8>) {
+    match v {
+        Json::Null => out.extend_from_slice(b"null"),
+        Json::Bool(b) => out.extend_from_slice(if *b { b"true" } else { b"false" }),
+        Json::Int(i) => out.extend_from_slice(i.to_string().as_bytes()),
+        Json::Float(f) => out.extend_from_slice(serde_json::to_string(f).expect("f64").as_bytes()),
+        Json::Str(s) => write_str(s, ws, out),
+        Json::Arr(items) => {
+            out.push(b'[');
+            for (n, item) in items.iter().enumerate() {
+                ws.emit(out);
+                if n > 0 {
+                    out.push(b',');
+                    ws.emit(out);
+                }
+                write_json(item, ws, out);
+            }
+            ws.emit(out);
+            out.push(b']');
+        }
+        Json::Obj(fields) => {
+            out.push(b'{');
+            for (n, (k, item)) in fields.iter().enumerate() {
+                ws.emit(out);
+                if n > 0 {
+                    out.push(b',');
+                    ws.emit(out);
+                }
+                write_str(k, ws, out);
+                ws.emit(out);
+                out.push(b':');
+                ws.emit(out);
+                write_json(item, ws, out);
+            }
+            ws.emit(out);
+            out.push(b'}');
+        }
+    }
+}
+
+/// Builds a whole file; returns it and the byte range of every element.
+fn build_file(values: &[Json], prefix: &str, bom: bool, seed: u64) -> (Vec<u8>, Vec<Range<usize>>) {
+    let mut ws = Ws(seed | 1);
+    let mut out = Vec::new();
+    if bom {
+        out.extend_from_slice(UTF8_BOM);
+    }
+    out.extend_from_slice(prefix.as_bytes());
+    if prefix.is_empty() {
+        ws.emit(&mut out);
+    }
+    out.push(b'[');
+    let mut ranges = Vec::new();
+    for (n, v) in values.iter().enumerate() {
+        ws.emit(&mut out);
+        if n > 0 {
+            out.push(b',');
+            ws.emit(&mut out);
+        }
+        let start = out.len();
+        write_json(v, &mut ws, &mut out);
+        ranges.push(start..out.len());
+    }
+    ws.emit(&mut out);
+    out.push(b']');
+    ws.emit(&mut out);
+    (out, ranges)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(512))]
+
+    #[test]
+    fn pages_tile_and_preserve_records(
+        values in prop::collection::vec(json_strategy(), 0..24),
+        prefix in prop_oneof![
+            Just(""),
+            Just("window.YTD.tweets.part0 = "),
+            Just("x="),
+            Just("a.$b_1 \t=\n "),
+        ],
+        bom in any::<bool>(),
+        seed in any::<u64>(),
+        // Mode 0: absolute (often too small -> RecordTooLarge); otherwise
+        // relative to the largest record, so most cases page successfully.
+        page_mode in 0u8..4,
+        page_extra in prop_oneof![0usize..16, 16usize..400, 400usize..100_000],
+        payload_mode in 0u8..4,
+        payload_extra in prop_oneof![0usize..64, 64usize..2048],
+        overhead in 0usize..32,
+    ) {
+        let (src, expected) = build_file(&values, prefix, bom, seed);
+        let max_len = expected.iter().map(|r| r.len()).max().unwrap_or(0);
+        let page_bytes = match page_mode {
+            0 => page_extra,
+            _ => max_len + page_extra / usize::from(page_mode),
+        };
+        let payload_bytes = match payload_mode {
+            0 => usize::MAX,
+            1 => payload_extra,
+            _ => max_len + overhead + payload_extra / usize::from(payload_mode),
+        };
+        for r in &expected {
+            // Sanity: our generator emits valid JSON.
+            prop_assert!(serde_json::from_slice::<serde_json::Value>(&src[r.clone()]).is_ok());
+        }
+        let b = PageBudget { page_bytes, payload_bytes, per_record_overhead: overhead };
+        let oversized = expected
+            .iter()
+            .find(|r| r.len() > page_bytes || r.len().saturating_add(overhead) > payload_bytes);
+
+        let mut framer = Framer::new(&src).map_err(|e| TestCaseError::fail(e.to_string()))?;
+        let mut pages = Vec::new();
+        let outcome = loop {
+            match framer.next_page(&b) {
+                Ok(Some(p)) => pages.push(p),
+                Ok(None) => break Ok(()),
+                Err(e) => break Err(e),
+            }
+            prop_assert!(pages.len() <= expected.len() + 1);
+        };
+
+        if let Some(big) = oversized {
+            match outcome {
+                Err(FramingError::RecordTooLarge { offset, len, limit, .. }) => {
+                    prop_assert_eq!(offset, big.start as u64);
+                    prop_assert_eq!(len, big.len());
+                    prop_assert_eq!(limit, b.max_record_len());
+                }
+                other => prop_assert!(false, "expected RecordTooLarge, got {:?}", other),
+            }
+            // Every page produced before the error is still well-formed.
+            let got: Vec<_> = pages.iter().flat_map(|p| p.records.clone()).collect();
+            prop_assert_eq!(&got[..], &expected[..got.len()]);
+            return Ok(());
+        }
+        prop_assert!(outcome.is_ok(), "unexpected error {:?}", outcome);
+
+        // Records: exactly once, in order, byte-identical.
+        let got: Vec<_> = pages.iter().flat_map(|p| p.records.clone()).collect();
+        prop_assert_eq!(&got, &expected);
+
+        // Tiling and eof.
+        prop_assert!(!pages.is_empty());
+        prop_assert_eq!(pages[0].offset, 0);
+        prop_assert_eq!(pages[pages.len() - 1].next_offset, src.len() as u64);
+        for (n, p) in pages.iter().enumerate() {
+            prop_assert_eq!(p.index as usize, n);
+            prop_assert_eq!(p.eof, n == pages.len() - 1);
+            if n + 1 < pages.len() {
+                prop_assert_eq!(p.next_offset, pages[n + 1].offset);
+            }
+            if values.is_empty() {
+                prop_assert!(p.records.is_empty());
+            } else {
+                prop_assert!(!p.records.is_empty());
+            }
+            // Both limits.
+            if let (Some(first), Some(last)) = (p.records.first(), p.records.last()) {
+                prop_assert!(last.end - first.start <= page_bytes);
+            }
+            let cost = p.records.iter().map(|r| r.len() + overhead).sum::<usize>();
+            prop_assert!(cost <= payload_bytes);
+        }
+        if values.is_empty() {
+            prop_assert_eq!(pages.len(), 1);
+        }
+        prop_assert_eq!(framer.next_page(&b), Ok(None));
+    }
+
+    /// Arbitrary bytes never panic and errors point inside the input.
+    #[test]
+    fn arbitrary_input_never_panics(
+        body in prop::collection::vec(
+            prop_oneof![
+                Just(b'['), Just(b']'), Just(b'{'), Just(b'}'), Just(b'"'),
+                Just(b'\\'), Just(b','), Just(b' '), Just(b'1'), Just(b':'),
+                Just(0xffu8), any::<u8>(),
+            ],
+            0..64,
+        ),
+        page_bytes in 0usize..32,
+    ) {
+        let mut src = b"[".to_vec();
+        src.extend_from_slice(&body);
+        if let Ok(mut framer) = Framer::new(&src) {
+            let b = budget(page_bytes);
+            let mut last_end = 0u64;
+            for _ in 0..=src.len() + 1 {
+                match framer.next_page(&b) {
+                    Ok(Some(p)) => {
+                        prop_assert_eq!(p.offset, last_end);
+                        last_end = p.next_offset;
+                    }
+                    Ok(None) => break,
+                    Err(e) => {
+                        prop_assert!(e.offset() <= src.len() as u64);
+                        break;
+                    }
+                }
+            }
+        }
+    }
+}

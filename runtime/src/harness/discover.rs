@@ -1,0 +1,181 @@
+//! Finding packages and their fixture cases.
+
+use super::fixture::{Case, CasesFile, ProfileHarness};
+use super::{FIXTURES_DIR, HarnessError};
+use crate::profile::PROFILE_FILE;
+use std::path::{Path, PathBuf};
+
+/// A case together with where it was declared.
+#[derive(Clone, Debug)]
+pub struct SuiteCase {
+    /// The case.
+    pub case: Case,
+    /// The file declaring it (`X.yaml` or a fixture file).
+    pub source: PathBuf,
+}
+
+/// The cases of one package.
+#[derive(Clone, Debug)]
+pub struct Suite {
+    /// The package's name: its directory name.
+    pub package: String,
+    /// The package directory.
+    pub dir: PathBuf,
+    /// The cases to run, in declaration order (inline first, then fixture files by name).
+    pub cases: Vec<SuiteCase>,
+}
+
+/// Turns harness paths into suites. A path is a package directory (it has `X.yaml`: its inline
+/// cases and every `fixtures/*.yaml`), a fixture file (`.yaml` inside a package's `fixtures/`:
+/// only its cases), or a directory of packages (each immediate subdirectory with `X.yaml`, in
+/// name order). Fails on the first malformed fixture, naming file and line.
+pub fn discover(paths: &[PathBuf]) -> Result<Vec<Suite>, HarnessError> {
+    let mut suites = Vec::new();
+    for path in paths {
+        let meta = std::fs::metadata(path)
+            .map_err(|e| HarnessError::path(path, format!("cannot read: {e}")))?;
+        if meta.is_file() {
+            suites.push(fixture_file_suite(path)?);
+        } else if path.join(PROFILE_FILE).is_file() {
+            suites.push(package_suite(path)?);
+        } else if meta.is_dir() {
+            let mut dirs = Vec::new();
+            let entries = std::fs::read_dir(path)
+                .map_err(|e| HarnessError::path(path, format!("cannot list: {e}")))?;
+            for entry in entries {
+                let entry =
+                    entry.map_err(|e| HarnessError::path(path, format!("cannot list: {e}")))?;
+                let p = entry.path();
+                if p.is_dir() && p.join(PROFILE_FILE).is_file() {
+                    dirs.push(p);
+                }
+            }
+            if dirs.is_empty() {
+                return Err(HarnessError::path(
+                    path,
+                    format!(
+                        "is neither a skill package (no {PROFILE_FILE}) nor a directory of skill packages"
+                    ),
+                ));
+            }
+            dirs.sort();
+            for d in dirs {
+                suites.push(package_suite(&d)?);
+            }
+        } else {
+            return Err(HarnessError::path(
+                path,
+                "is neither a file nor a directory",
+            ));
+        }
+    }
+    Ok(suites)
+}
+
+fn package_name(dir: &Path) -> String {
+    let canonical = dir.canonicalize().unwrap_or_else(|_| dir.to_path_buf());
+    canonical
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| dir.display().to_string())
+}
+
+fn read_text(file: &Path) -> Result<String, HarnessError> {
+    std::fs::read_to_string(file).map_err(|e| HarnessError::path(file, format!("cannot read: {e}")))
+}
+
+/// The suite of one package directory.
+fn package_suite(dir: &Path) -> Result<Suite, HarnessError> {
+    let profile = dir.join(PROFILE_FILE);
+    let text = read_text(&profile)?;
+    let doc: ProfileHarness =
+        serde_yaml_ng::from_str(&text).map_err(|e| HarnessError::yaml(&profile, &e))?;
+    let mut cases: Vec<SuiteCase> = doc
+        .harness
+        .map(|h| h.cases)
+        .unwrap_or_default()
+        .into_iter()
+        .map(|case| SuiteCase {
+            case,
+            source: profile.clone(),
+        })
+        .collect();
+    let fixtures = dir.join(FIXTURES_DIR);
+    if fixtures.is_dir() {
+        let mut files = Vec::new();
+        let entries = std::fs::read_dir(&fixtures)
+            .map_err(|e| HarnessError::path(&fixtures, format!("cannot list: {e}")))?;
+        for entry in entries {
+            let entry =
+                entry.map_err(|e| HarnessError::path(&fixtures, format!("cannot list: {e}")))?;
+            let p = entry.path();
+            if p.is_file() && is_yaml(&p) {
+                files.push(p);
+            }
+        }
+        files.sort();
+        for f in files {
+            cases.extend(read_fixture_file(&f)?);
+        }
+    }
+    Ok(Suite {
+        package: package_name(dir),
+        dir: dir.to_path_buf(),
+        cases,
+    })
+}
+
+fn is_yaml(p: &Path) -> bool {
+    matches!(p.extension().and_then(|e| e.to_str()), Some("yaml" | "yml"))
+}
+
+/// The suite of one fixture file: its package is the parent of `fixtures/`.
+fn fixture_file_suite(file: &Path) -> Result<Suite, HarnessError> {
+    let canonical = file
+        .canonicalize()
+        .map_err(|e| HarnessError::path(file, format!("cannot read: {e}")))?;
+    let package = canonical
+        .parent()
+        .filter(|p| p.file_name().is_some_and(|n| n == FIXTURES_DIR))
+        .and_then(Path::parent)
+        .filter(|p| p.join(PROFILE_FILE).is_file());
+    let Some(dir) = package.filter(|_| is_yaml(&canonical)) else {
+        return Err(HarnessError::path(
+            file,
+            format!(
+                "is not a fixture file: expected a .yaml file in the `{FIXTURES_DIR}/` directory of a skill package"
+            ),
+        ));
+    };
+    Ok(Suite {
+        package: package_name(dir),
+        dir: dir.to_path_buf(),
+        cases: read_fixture_file(file)?,
+    })
+}
+
+/// Reads a fixture file: a mapping with `cases:`, or a single case.
+fn read_fixture_file(file: &Path) -> Result<Vec<SuiteCase>, HarnessError> {
+    let text = read_text(file)?;
+    let doc: serde_yaml_ng::Value =
+        serde_yaml_ng::from_str(&text).map_err(|e| HarnessError::yaml(file, &e))?;
+    let many = doc
+        .as_mapping()
+        .is_some_and(|m| m.contains_key(serde_yaml_ng::Value::from("cases")));
+    let cases = if doc.is_null() {
+        Vec::new()
+    } else if many {
+        serde_yaml_ng::from_str::<CasesFile>(&text)
+            .map_err(|e| HarnessError::yaml(file, &e))?
+            .cases
+    } else {
+        vec![serde_yaml_ng::from_str::<Case>(&text).map_err(|e| HarnessError::yaml(file, &e))?]
+    };
+    Ok(cases
+        .into_iter()
+        .map(|case| SuiteCase {
+            case,
+            source: file.to_path_buf(),
+        })
+        .collect())
+}

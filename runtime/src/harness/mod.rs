@@ -1,0 +1,127 @@
+//! The harness: fixture cases of skill packages, run through the same [`Runtime::run`](crate::Runtime::run) as
+//! `runx skill`, and compared with what each case expects.
+//!
+//! # Fixtures
+//!
+//! Cases live inline in a package's `X.yaml` under `harness: { cases: [...] }` and in files
+//! `fixtures/*.yaml` of the package (a file holds `cases: [...]` or one case). A case:
+//!
+//! ```yaml
+//! name: greets-world
+//! runner: greet                # the default runner when absent
+//! inputs: { name: World }
+//! env: { REGION: eu }          # the only environment the run sees
+//! files: { notes/a.txt: "hi" } # created in the scratch workspace before the run
+//! expect:
+//!   status: sealed             # or failure; default: failure when `error` is given
+//!   output: { subset: { greeting: "Hello, World." } }   # or { exact: ... }
+//!   error: { kind: environment, code: missing_environment, message_contains: REGION }
+//!   receipt: { schema: runx.receipt.v1, status: sealed }  # subset of the receipt written
+//! ```
+//!
+//! A *subset* match holds when every key (and every array element, by index) the expectation
+//! gives is present in the actual value and matches recursively; the actual value may hold
+//! more. An *exact* match requires equal values (numbers compare by value, so `1` equals `1.0`).
+//! A mismatch is reported at the JSON path of the first difference, like
+//! `$.output.items[2].name`.
+//!
+//! # Isolation
+//!
+//! Each case runs in its own scratch workspace: a fresh temporary directory holding a copy of the
+//! package's `fixtures/data/` directory (as `data/`) and the case's `files`. The run's
+//! workspace and receipt directory (`.runx/receipts`) are inside it, and the run's environment is
+//! exactly the case's `env` ([`EnvSource::Map`](crate::EnvSource::Map)): nothing of the harness's own environment leaks.
+//!
+//! # Use
+//!
+//! - [`fixture`]: what a case says (inputs, environment, files, expectations);
+//! - [`discover`](mod@discover): finding packages and their cases;
+//! - [`run`](mod@run): running cases in scratch workspaces into a [`Report`];
+//! - [`matching`]: comparing an outcome with an expectation.
+//!
+//! [`discover()`] turns paths into [`Suite`]s (malformed fixtures are a [`HarnessError`] naming
+//! file and line), and [`run_suites`] runs them on one [`Runtime`](crate::Runtime) into a serializable [`Report`].
+
+use std::path::{Path, PathBuf};
+
+pub mod discover;
+pub mod fixture;
+pub mod matching;
+pub mod run;
+
+pub use discover::{Suite, SuiteCase, discover};
+pub use fixture::{Case, ErrorExpect, Expect, ExpectStatus, OutputExpect, RelPath};
+pub use matching::{Mismatch, check, match_exact, match_subset};
+pub use run::{
+    CaseFailure, CaseResult, Report, ReportStatus, run_case, run_suites, run_suites_with,
+};
+
+/// The directory of fixture files inside a package.
+pub const FIXTURES_DIR: &str = "fixtures";
+/// The directory inside [`FIXTURES_DIR`] copied into every scratch workspace (as `data/`).
+pub const DATA_DIR: &str = "data";
+
+/// Why the harness could not start: a malformed fixture or an unusable path. Exit code 64.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum HarnessError {
+    /// A fixture (or the `harness:` block of an `X.yaml`) does not parse.
+    #[error("{}{}: malformed fixture: {message}", file.display(), location(*line, *column))]
+    Malformed {
+        /// The file concerned.
+        file: PathBuf,
+        /// 1-based line, when known.
+        line: Option<usize>,
+        /// 1-based column, when known.
+        column: Option<usize>,
+        /// What is wrong.
+        message: String,
+    },
+    /// A case's scratch workspace could not be prepared.
+    #[error("cannot prepare the scratch workspace: {context}: {source}")]
+    Workspace {
+        /// What was being done.
+        context: String,
+        /// Why it failed.
+        #[source]
+        source: std::io::Error,
+    },
+    /// A path given to the harness is not a package, fixture file or directory of packages.
+    #[error("{}: {message}", path.display())]
+    Path {
+        /// The path concerned.
+        path: PathBuf,
+        /// What is wrong.
+        message: String,
+    },
+}
+
+fn location(line: Option<usize>, column: Option<usize>) -> String {
+    match (line, column) {
+        (Some(l), Some(c)) => format!(":{l}:{c}"),
+        (Some(l), None) => format!(":{l}"),
+        _ => String::new(),
+    }
+}
+
+impl HarnessError {
+    pub(crate) fn yaml(file: &Path, e: &serde_yaml_ng::Error) -> HarnessError {
+        let loc = e.location();
+        HarnessError::Malformed {
+            file: file.to_path_buf(),
+            line: loc.as_ref().map(|l| l.line()),
+            column: loc.as_ref().map(|l| l.column()),
+            message: e.to_string(),
+        }
+    }
+
+    pub(crate) fn path(path: &Path, message: impl Into<String>) -> HarnessError {
+        HarnessError::Path {
+            path: path.to_path_buf(),
+            message: message.into(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

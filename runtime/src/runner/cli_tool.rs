@@ -1,0 +1,302 @@
+//! `type: cli-tool` runners: a supervised subprocess with a rebuilt environment, staged input
+//! files, bounded and hashed output capture, and process-group timeouts.
+//!
+//! This module decides *what* runs (arguments, working directory, environment, program) and
+//! what its ending means; [`crate::subprocess`] runs and supervises it.
+
+use super::{Produced, Provenance, Ran, RunContext, Step};
+use crate::digest::digest;
+use crate::environment::host_value;
+use crate::failure::{FailureKind, RunError};
+use crate::limits::{self, CAPTURE_BYTES, CLI_WALL, KILL_GRACE};
+use crate::profile::{CliToolRunner, InputMode, RetryOn, Runner};
+use crate::receipt::{ProcessRecord, StreamRecord};
+use crate::subprocess::{self, Capture, ProcessOutcome, ProcessSpec, Termination};
+use serde_json::{Map, Value};
+use std::collections::BTreeMap;
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// The exact cwd token that names the workspace root.
+pub const WORKSPACE_CWD_TOKEN: &str = "{{env.RUNX_CWD}}";
+/// Stderr lines quoted in an `exit` failure.
+const STDERR_LINES_QUOTED: usize = 5;
+
+/// Runs a cli-tool runner.
+pub(crate) fn run(ctx: &RunContext<'_>, step: Step<'_>, tool: &CliToolRunner) -> Ran {
+    let mut provenance = Provenance {
+        limits: limits::for_runner(step.runner),
+        input_digest: Some(digest(&Value::Object(step.inputs.clone()))),
+        ..Provenance::default()
+    };
+    let result = prepare_and_run(ctx, &step, tool, &mut provenance);
+    Ran { result, provenance }
+}
+
+fn prepare_and_run(
+    ctx: &RunContext<'_>,
+    step: &Step<'_>,
+    tool: &CliToolRunner,
+    provenance: &mut Provenance,
+) -> Result<Produced, RunError> {
+    let runner = step.runner;
+    let args = tool
+        .args
+        .iter()
+        .map(|a| expand(a, runner, &step.inputs, &step.environment, step.workspace))
+        .map(|a| a.map(OsString::from))
+        .collect::<Result<Vec<_>, _>>()?;
+    let cwd = working_directory(tool, runner, &step.profile.dir, step.workspace)?;
+    // Dropping `files` removes the staged inputs, whatever happens next.
+    let (files, staged) = subprocess::stage_inputs(&step.inputs)?;
+    let env = subprocess::build_env(
+        &host_value,
+        &runner.environment,
+        &step.environment,
+        step.workspace,
+        &staged,
+    );
+    let path_var = env
+        .iter()
+        .find(|(k, _)| k == "PATH")
+        .map(|(_, v)| v.clone());
+    let program =
+        subprocess::resolve_command(&tool.command, path_var.as_deref(), &step.profile.dir)?;
+    let stdin = match tool.input_mode {
+        InputMode::Stdin => Some(
+            serde_json::to_vec(&Value::Object(step.inputs.clone()))
+                .map_err(|e| RunError::internal("encode", e.to_string()))?,
+        ),
+        InputMode::Closed => None,
+    };
+    let spec = ProcessSpec {
+        program,
+        args,
+        cwd,
+        env,
+        stdin,
+        timeout: runner.timeout,
+        grace: Duration::from_millis(KILL_GRACE.max),
+        capture_limit: usize::try_from(CAPTURE_BYTES.max).unwrap_or(usize::MAX),
+    };
+    let (outcome, attempts) = run_with_retry(ctx, tool, &spec)?;
+    drop(files);
+    provenance.process = Some(process_record(&spec, &outcome, attempts));
+    conclude(tool, runner, &outcome)
+}
+
+/// The working directory: the package directory, a path relative to it, or the workspace
+/// through the exact token `{{env.RUNX_CWD}}`.
+fn working_directory(
+    tool: &CliToolRunner,
+    runner: &Runner,
+    package: &Path,
+    workspace: &Path,
+) -> Result<PathBuf, RunError> {
+    match tool.cwd.as_deref() {
+        None => Ok(package.to_path_buf()),
+        Some(WORKSPACE_CWD_TOKEN) => Ok(workspace.to_path_buf()),
+        Some(c) if c.contains("{{") => Err(RunError::new(
+            FailureKind::Profile,
+            "cwd_template",
+            format!(
+                "runner `{}`: cwd `{c}` uses a template; only the exact token `{WORKSPACE_CWD_TOKEN}` is allowed",
+                runner.name
+            ),
+        )),
+        Some(c) => Ok(package.join(c)),
+    }
+}
+
+/// Runs the process, and again after a crash when the runner is idempotent, declares
+/// `retry: {on: [crash]}` and the crashed attempt wrote nothing to stdout.
+fn run_with_retry(
+    ctx: &RunContext<'_>,
+    tool: &CliToolRunner,
+    spec: &ProcessSpec,
+) -> Result<(ProcessOutcome, u32), RunError> {
+    let retry = tool
+        .retry
+        .as_ref()
+        .filter(|r| tool.idempotent && r.on.contains(&RetryOn::Crash));
+    let mut attempts = 0u32;
+    loop {
+        attempts += 1;
+        let outcome = subprocess::run(spec, ctx.cancel)?;
+        let crashed = matches!(outcome.termination, Termination::Signaled(_));
+        match retry {
+            Some(r) if crashed && outcome.stdout.total_bytes == 0 && attempts <= r.attempts => {
+                tracing::info!(
+                    attempt = attempts,
+                    "cli-tool crashed before any output; retrying"
+                );
+                std::thread::sleep(r.backoff);
+            }
+            _ => return Ok((outcome, attempts)),
+        }
+    }
+}
+
+fn process_record(spec: &ProcessSpec, outcome: &ProcessOutcome, attempts: u32) -> ProcessRecord {
+    let stream = |c: &Capture| StreamRecord {
+        total_bytes: c.total_bytes,
+        sha256: c.sha256.clone(),
+        truncated: c.truncated,
+    };
+    let (exit_code, signal) = match outcome.termination {
+        Termination::Exited(c) => (Some(c), None),
+        Termination::Signaled(s) => (None, Some(s)),
+        _ => (None, None),
+    };
+    ProcessRecord {
+        command: spec.program.display().to_string(),
+        cwd: spec.cwd.display().to_string(),
+        exit_code,
+        signal,
+        timed_out: outcome.termination == Termination::TimedOut,
+        attempts,
+        stdout: stream(&outcome.stdout),
+        stderr: stream(&outcome.stderr),
+    }
+}
+
+/// What the process's ending means: its output, or the failure of the run.
+fn conclude(
+    tool: &CliToolRunner,
+    runner: &Runner,
+    outcome: &ProcessOutcome,
+) -> Result<Produced, RunError> {
+    let command = &tool.command;
+    let stderr = || quote(&last_lines(&outcome.stderr.kept, STDERR_LINES_QUOTED));
+    match outcome.termination {
+        Termination::Exited(0) => {}
+        Termination::Exited(code) => {
+            return Err(RunError::new(
+                FailureKind::Exit,
+                format!("exit_{code}"),
+                format!("`{command}` exited with code {code}{}", stderr()),
+            ));
+        }
+        Termination::Signaled(sig) => {
+            return Err(RunError::new(
+                FailureKind::Crash,
+                format!("signal_{sig}"),
+                format!("`{command}` was killed by signal {sig}{}", stderr()),
+            ));
+        }
+        Termination::TimedOut => {
+            return Err(RunError::limit(
+                &CLI_WALL,
+                format!(
+                    "`{command}` ran past its timeout of {} s; its process group was terminated",
+                    runner.timeout.as_secs()
+                ),
+            ));
+        }
+        Termination::Cancelled => {
+            return Err(RunError::new(
+                FailureKind::Interrupted,
+                "interrupted",
+                format!("`{command}` was interrupted; its process group was terminated"),
+            ));
+        }
+    }
+    if outcome.stdout.truncated {
+        return Err(RunError::limit(
+            &CAPTURE_BYTES,
+            format!(
+                "`{command}` wrote {} bytes to stdout; only the first {} bytes are kept, so the output would be partial (sha256 of the whole stream: {})",
+                outcome.stdout.total_bytes, CAPTURE_BYTES.max, outcome.stdout.sha256
+            ),
+        ));
+    }
+    Ok(Produced {
+        output: stdout_output(&outcome.stdout.kept),
+    })
+}
+
+/// An object on stdout is the output; anything else is returned as `{"stdout": "..."}`.
+fn stdout_output(stdout: &[u8]) -> Value {
+    match serde_json::from_slice::<Value>(stdout) {
+        Ok(Value::Object(o)) => Value::Object(o),
+        _ => {
+            let mut o = Map::new();
+            o.insert(
+                "stdout".to_string(),
+                Value::String(String::from_utf8_lossy(stdout).into_owned()),
+            );
+            Value::Object(o)
+        }
+    }
+}
+
+/// Expands `{{input.NAME}}`, `{{input}}` and `{{env.NAME}}` in one argument. Only declared
+/// inputs and environment names (and `RUNX_CWD`) may be named; anything else fails before
+/// spawn.
+fn expand(
+    arg: &str,
+    runner: &Runner,
+    inputs: &Map<String, Value>,
+    env: &BTreeMap<String, String>,
+    workspace: &Path,
+) -> Result<String, RunError> {
+    let mut out = String::new();
+    let mut rest = arg;
+    let bad = |m: String| RunError::new(FailureKind::Profile, "template", m);
+    while let Some(start) = rest.find("{{") {
+        out.push_str(&rest[..start]);
+        let after = &rest[start + 2..];
+        let Some(end) = after.find("}}") else {
+            return Err(bad(format!("argument `{arg}` has an unclosed `{{{{`")));
+        };
+        let key = after[..end].trim();
+        if let Some(name) = key.strip_prefix("input.") {
+            if !runner.inputs.contains_key(name) {
+                return Err(bad(format!(
+                    "argument `{arg}` names input `{name}`, which runner `{}` does not declare",
+                    runner.name
+                )));
+            }
+            match inputs.get(name) {
+                Some(Value::String(s)) => out.push_str(s),
+                Some(Value::Null) | None => {}
+                Some(v) => out.push_str(&v.to_string()),
+            }
+        } else if key == "input" {
+            out.push_str(&Value::Object(inputs.clone()).to_string());
+        } else if let Some(name) = key.strip_prefix("env.") {
+            if name == "RUNX_CWD" {
+                out.push_str(&workspace.display().to_string());
+            } else if runner.environment.declares(name) {
+                out.push_str(env.get(name).map(String::as_str).unwrap_or(""));
+            } else {
+                return Err(bad(format!(
+                    "argument `{arg}` names environment variable `{name}`, which runner `{}` does not declare",
+                    runner.name
+                )));
+            }
+        } else {
+            return Err(bad(format!(
+                "argument `{arg}` uses `{{{{{key}}}}}`; only `{{{{input.NAME}}}}`, `{{{{input}}}}` and `{{{{env.NAME}}}}` exist"
+            )));
+        }
+        rest = &after[end + 2..];
+    }
+    out.push_str(rest);
+    Ok(out)
+}
+
+fn last_lines(bytes: &[u8], n: usize) -> String {
+    let text = String::from_utf8_lossy(bytes);
+    let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
+    lines[lines.len().saturating_sub(n)..].join("\n")
+}
+
+fn quote(stderr: &str) -> String {
+    if stderr.is_empty() {
+        String::new()
+    } else {
+        format!("; stderr ends with:\n{stderr}")
+    }
+}

@@ -1,0 +1,88 @@
+//! The runners: what runs one step once its package, inputs and environment are resolved.
+//!
+//! - [`javascript`]: one call of a module export in a pooled no-host worker;
+//! - [`paged`]: the `runx_page` loop of a paged javascript runner over an admitted artifact;
+//! - [`cli_tool`]: a supervised subprocess.
+//!
+//! A runner receives a [`Step`] (what to run, with what) and a [`RunContext`] (the pool,
+//! cancellation and the runtime instance it runs in), and returns what it [`Ran`]: its result
+//! and the provenance the receipt records, whether it succeeded or not. Runners never see the
+//! `Runtime` or the receipt; the runtime turns what they return into both.
+
+pub(crate) mod cli_tool;
+pub(crate) mod javascript;
+pub(crate) mod paged;
+
+use crate::cancel::CancelToken;
+use crate::failure::RunError;
+use crate::inputs::PageSource;
+use crate::limits::AppliedLimits;
+use crate::profile::{Profile, Runner};
+use crate::progress::ProgressSink;
+use crate::receipt::{ArtifactProvenance, ProcessRecord};
+use crate::workers::Workers;
+use runx_worker::engine::ConsoleLog;
+use serde_json::{Map, Value};
+use std::collections::BTreeMap;
+use std::path::Path;
+
+/// A runner about to run: its package and declaration, and the inputs and environment values
+/// it was given (defaults applied, declared names only).
+pub(crate) struct Step<'a> {
+    pub profile: &'a Profile,
+    pub runner: &'a Runner,
+    pub inputs: Map<String, Value>,
+    pub environment: BTreeMap<String, String>,
+    /// The workspace root (`RUNX_CWD`).
+    pub workspace: &'a Path,
+    /// Called after each page of a paged run.
+    pub progress: Option<&'a ProgressSink>,
+    /// The artifact path and scope of a paged runner, read from the inputs.
+    pub page_source: Option<PageSource>,
+}
+
+/// What the runtime lends a runner: its workers, its cancellation and its identity.
+pub(crate) struct RunContext<'a> {
+    pub workers: &'a Workers,
+    pub cancel: &'a CancelToken,
+    /// The runtime instance id (part of every `artifact_ref`).
+    pub instance: &'a str,
+}
+
+/// What a runner produced before the output contract is checked.
+pub(crate) struct Produced {
+    pub output: Value,
+}
+
+/// What a runner records about a run, succeeded or not.
+#[derive(Default)]
+pub(crate) struct Provenance {
+    /// Canonical digest of the inputs the code saw.
+    pub input_digest: Option<String>,
+    /// Digest of the module bundle of a javascript runner.
+    pub bundle_digest: Option<String>,
+    /// Every limit that applied.
+    pub limits: AppliedLimits,
+    /// Where the records of a paged run came from.
+    pub artifact: Option<ArtifactProvenance>,
+    /// What the supervisor saw of a cli-tool process.
+    pub process: Option<ProcessRecord>,
+    /// Console output of javascript calls.
+    pub log: ConsoleLog,
+}
+
+/// What a runner did: its result and its provenance.
+pub(crate) struct Ran {
+    pub result: Result<Produced, RunError>,
+    pub provenance: Provenance,
+}
+
+impl Ran {
+    /// A run that failed before the runner started.
+    pub(crate) fn failed(error: RunError) -> Ran {
+        Ran {
+            result: Err(error),
+            provenance: Provenance::default(),
+        }
+    }
+}

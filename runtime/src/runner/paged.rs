@@ -1,0 +1,450 @@
+//! The `runx_page` continuation loop of a paged javascript runner over an admitted
+//! `json_array` artifact.
+//!
+//! The artifact is admitted once ([`crate::artifact`]), framed into pages of whole records
+//! ([`crate::framing`]), and the export is called once per page with the state the previous
+//! page returned. A framing thread runs one page ahead: while the worker runs page N, page N+1
+//! is scanned, validated, copied into its transport layout and hashed.
+
+use super::javascript::Module;
+use super::{Produced, Provenance, Ran, RunContext, Step};
+use crate::artifact::{self, Artifact};
+use crate::digest::{digest, sha256_hex};
+use crate::failure::{FailureKind, RunError};
+use crate::framing::{Framer, FramingError, Page, PageBudget};
+use crate::inputs::PageSource;
+use crate::limits::{PAGE_COUNT, STATE_BYTES};
+use crate::profile::{JsRunner, PagesDecl, PathScope};
+use crate::progress::{PageProgress, ProgressSink};
+use crate::receipt::ArtifactProvenance;
+use runx_worker::engine::ConsoleLog;
+use runx_worker::pool::Pool;
+use runx_worker::process::{Call, PagePayload, Reply};
+use serde_json::{Map, Value};
+use std::collections::BTreeMap;
+use std::sync::mpsc::{Receiver, Sender};
+use std::time::{Duration, Instant};
+
+/// Room kept in each call's input for the page metadata (everything but state and records).
+const META_RESERVE: usize = 16 * 1024;
+/// Bytes of offset table per record in the transport.
+const PER_RECORD_OVERHEAD: usize = 4;
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1000.0
+}
+
+/// Runs a paged runner: admission, then the page loop.
+pub(crate) fn run(
+    ctx: &RunContext<'_>,
+    step: Step<'_>,
+    js: &JsRunner,
+    pages: &PagesDecl,
+    module: Module,
+    mut provenance: Provenance,
+) -> Ran {
+    let result = admit_and_loop(ctx, step, js, pages, module, &mut provenance);
+    Ran { result, provenance }
+}
+
+fn admit_and_loop(
+    ctx: &RunContext<'_>,
+    step: Step<'_>,
+    js: &JsRunner,
+    pages: &PagesDecl,
+    module: Module,
+    provenance: &mut Provenance,
+) -> Result<Produced, RunError> {
+    let Step {
+        profile,
+        mut inputs,
+        environment,
+        workspace,
+        progress,
+        page_source,
+        ..
+    } = step;
+    // Input resolution checked the page inputs; their absence here would be a runtime bug.
+    let Some(PageSource { path, scope }) = page_source else {
+        return Err(RunError::internal(
+            "page_source",
+            "a paged run reached the page loop without its artifact path",
+        ));
+    };
+    // The module sees neither path input: the runtime owns the file.
+    inputs.remove(&pages.path_from);
+    inputs.remove(&pages.path_scope_from);
+    let root = match scope {
+        PathScope::Workspace => workspace.to_path_buf(),
+        PathScope::Skill => profile.dir.clone(),
+    };
+    let base_value = Value::Object(inputs);
+    provenance.input_digest = Some(digest(&base_value));
+    let base =
+        serde_json::to_vec(&base_value).map_err(|e| RunError::internal("encode", e.to_string()))?;
+    let started = Instant::now();
+    let artifact = artifact::admit(&path, &root, ctx.instance)?;
+    let mut record = ArtifactProvenance {
+        artifact_ref: artifact.artifact_ref.clone(),
+        whole_digest: artifact.whole_digest.clone(),
+        artifact_bytes: artifact.bytes,
+        media_type: pages.media_type.clone(),
+        ..ArtifactProvenance::default()
+    };
+    record.timings.admission_ms = ms(started.elapsed());
+    let page_loop = PageLoop {
+        pool: ctx.workers.pool()?,
+        artifact: &artifact,
+        pages,
+        export: js.export.clone(),
+        module,
+        base,
+        environment,
+        progress,
+    };
+    let result = page_loop.run(&mut record, &mut provenance.log);
+    record.timings.wall_ms = ms(started.elapsed());
+    provenance.artifact = Some(record);
+    result
+}
+
+/// A page framed and hashed, waiting for the state of the page before it.
+struct Prepared {
+    page: Page,
+    meta_prefix: String,
+    ends: Vec<u32>,
+    blob: Vec<u8>,
+}
+
+/// What the framing thread hands the loop: the next page (or why there is none) and the
+/// time it took.
+type Framed = (Result<Option<Prepared>, FramingError>, Duration);
+
+/// Everything the loop needs that does not change from page to page.
+struct PageLoop<'a> {
+    pool: &'a Pool,
+    artifact: &'a Artifact,
+    pages: &'a PagesDecl,
+    export: Option<String>,
+    module: Module,
+    /// The input object without the path inputs, encoded once.
+    base: Vec<u8>,
+    environment: BTreeMap<String, String>,
+    progress: Option<&'a ProgressSink>,
+}
+
+/// Where a page failed, for the error message and the receipt.
+#[derive(Clone, Copy)]
+struct At {
+    index: u32,
+    offset: u64,
+}
+
+impl At {
+    fn fail(self, record: &mut ArtifactProvenance, e: RunError) -> RunError {
+        record.failed_page_index = Some(self.index);
+        record.failed_offset = Some(self.offset);
+        e.context(format_args!(
+            "page {} (byte offset {})",
+            self.index, self.offset
+        ))
+    }
+}
+
+impl PageLoop<'_> {
+    /// Frames pages on a second thread and calls the export once per page until `eof` or
+    /// `done`.
+    fn run(
+        &self,
+        record: &mut ArtifactProvenance,
+        log: &mut ConsoleLog,
+    ) -> Result<Produced, RunError> {
+        let mut framer = match Framer::new(self.artifact.data()) {
+            Ok(f) => f,
+            Err(e) => return Err(framing_failed(e, record)),
+        };
+        std::thread::scope(|s| {
+            let (tx, framed) = std::sync::mpsc::sync_channel(1);
+            // Record buffers come back after their call, so pages reuse memory instead of
+            // faulting in a fresh megabyte each.
+            let (give_back, spare_blobs) = std::sync::mpsc::channel::<Vec<u8>>();
+            let budget = self.budget();
+            s.spawn(move || {
+                loop {
+                    let started = Instant::now();
+                    let next = framer
+                        .next_page(&budget)
+                        .map(|page| page.map(|page| self.prepare(page, &spare_blobs)));
+                    let last = !matches!(&next, Ok(Some(p)) if !p.page.eof);
+                    if tx.send((next, started.elapsed())).is_err() || last {
+                        return;
+                    }
+                }
+            });
+            self.call_pages(&framed, &give_back, record, log)
+        })
+    }
+
+    /// The loop over framed pages, on the calling thread.
+    fn call_pages(
+        &self,
+        framed: &Receiver<Framed>,
+        give_back: &Sender<Vec<u8>>,
+        record: &mut ArtifactProvenance,
+        log: &mut ConsoleLog,
+    ) -> Result<Produced, RunError> {
+        let mut state = Value::Null;
+        loop {
+            let Ok((next, took)) = framed.recv() else {
+                return Err(RunError::internal(
+                    "framing_thread",
+                    "the framing thread stopped without a final page",
+                ));
+            };
+            record.timings.framing_ms += ms(took);
+            let prepared = match next {
+                Ok(Some(p)) => p,
+                Ok(None) => {
+                    return Err(RunError::new(
+                        FailureKind::Page,
+                        "no_final_page",
+                        "the artifact ended without a final page",
+                    ));
+                }
+                Err(e) => return Err(framing_failed(e, record)),
+            };
+            let at = At {
+                index: prepared.page.index,
+                offset: prepared.page.offset,
+            };
+            let (eof, covered) = (prepared.page.eof, prepared.page.next_offset);
+            let reply = self.call_page(prepared, &state, at, give_back, record, log)?;
+            let result_started = Instant::now();
+            let (new_state, done, rest) =
+                page_result(&reply, eof).map_err(|e| at.fail(record, e))?;
+            record.timings.result_ms += ms(result_started.elapsed());
+            if let Some(p) = self.progress {
+                p.report(&PageProgress {
+                    pages: at.index + 1,
+                    bytes: covered,
+                    total_bytes: self.artifact.bytes,
+                });
+            }
+            if eof || done {
+                record.finished = true;
+                return Ok(Produced {
+                    output: Value::Object(rest),
+                });
+            }
+            state = new_state;
+        }
+    }
+
+    /// Calls the export with one page and the prior state.
+    fn call_page(
+        &self,
+        prepared: Prepared,
+        state: &Value,
+        at: At,
+        give_back: &Sender<Vec<u8>>,
+        record: &mut ArtifactProvenance,
+        log: &mut ConsoleLog,
+    ) -> Result<Reply, RunError> {
+        if u64::from(at.index) >= PAGE_COUNT.max {
+            let e = RunError::limit(
+                &PAGE_COUNT,
+                format!(
+                    "a run may deliver at most {} pages; use larger page_bytes",
+                    PAGE_COUNT.max
+                ),
+            );
+            return Err(at.fail(record, e));
+        }
+        let state_json = serde_json::to_string(state)
+            .map_err(|e| RunError::internal("encode", e.to_string()))?;
+        let mut meta = prepared.meta_prefix;
+        meta.push_str(&state_json);
+        meta.push('}');
+        let mut call = Call {
+            bundle: self.module.bundle.clone(),
+            bundle_digest: self.module.digest.clone(),
+            export: self.export.clone(),
+            input: self.base.clone(),
+            page: Some(PagePayload {
+                meta: meta.into_bytes(),
+                ends: prepared.ends,
+                blob: prepared.blob,
+            }),
+            environment: self.environment.clone(),
+            limits: self.module.limits,
+            idempotent: true,
+        };
+        let started = Instant::now();
+        let reply = self.pool.call(&call);
+        let took = started.elapsed();
+        if let Some(page) = call.page.take() {
+            let _ = give_back.send(page.blob);
+        }
+        record.page_count = at.index + 1;
+        match reply {
+            Ok(r) => {
+                record.timings.call_ms += ms(took);
+                record.timings.engine_ms += ms(r.engine_time);
+                log.lines.extend(r.log.lines.iter().cloned());
+                log.dropped_bytes += r.log.dropped_bytes;
+                Ok(r)
+            }
+            Err(e) => {
+                log.lines.extend(e.log.lines);
+                log.dropped_bytes += e.log.dropped_bytes;
+                Err(at.fail(record, e.failure.into()))
+            }
+        }
+    }
+
+    /// What one page may hold: the declared page size, and what is left of the worker's input
+    /// limit once the base inputs, the page metadata and the largest state are accounted for.
+    fn budget(&self) -> PageBudget {
+        let state_room = usize::try_from(STATE_BYTES.max).unwrap_or(usize::MAX);
+        PageBudget {
+            page_bytes: self.pages.page_bytes,
+            payload_bytes: self
+                .module
+                .limits
+                .input_bytes
+                .saturating_sub(self.base.len() + META_RESERVE + state_room),
+            per_record_overhead: PER_RECORD_OVERHEAD,
+        }
+    }
+
+    /// Copies a page's records into the transport layout and hashes its byte range; the range
+    /// of the map is then released, since it is not read again.
+    fn prepare(&self, page: Page, spare_blobs: &Receiver<Vec<u8>>) -> Prepared {
+        let data = self.artifact.data();
+        let mut blob = spare_blobs.try_recv().unwrap_or_default();
+        blob.clear();
+        blob.reserve(page.record_bytes());
+        let mut ends = Vec::with_capacity(page.records.len());
+        for r in &page.records {
+            blob.extend_from_slice(&data[r.clone()]);
+            ends.push(u32::try_from(blob.len()).unwrap_or(u32::MAX));
+        }
+        let (start, end) = (page.offset as usize, page.next_offset as usize);
+        let head = serde_json::json!({
+            "artifact_ref": self.artifact.artifact_ref,
+            "media_type": self.pages.media_type,
+            "whole_digest": self.artifact.whole_digest,
+            "artifact_bytes": self.artifact.bytes,
+            "page_index": page.index,
+            "offset": page.offset,
+            "length": page.length(),
+            "next_offset": page.next_offset,
+            "eof": page.eof,
+            "range_digest": sha256_hex(&data[start..end]),
+        });
+        self.artifact.release(start, end);
+        let mut meta_prefix = head.to_string();
+        meta_prefix.pop(); // the closing brace; `"state": …}` follows
+        meta_prefix.push_str(",\"state\":");
+        Prepared {
+            page,
+            meta_prefix,
+            ends,
+            blob,
+        }
+    }
+}
+
+/// The failure for an artifact that cannot be framed, recording where.
+fn framing_failed(e: FramingError, record: &mut ArtifactProvenance) -> RunError {
+    record.failed_page_index = e.page_index();
+    record.failed_offset = Some(e.offset());
+    e.into()
+}
+
+/// Parses a page's reply and splits it into (state, done, the rest); the state must fit its
+/// limit.
+fn page_result(reply: &Reply, eof: bool) -> Result<(Value, bool, Map<String, Value>), RunError> {
+    let output: Value = serde_json::from_slice(&reply.output)
+        .map_err(|e| RunError::new(FailureKind::OutputRejected, "invalid_json", e.to_string()))?;
+    let (state, done, rest) = split_result(output, eof)?;
+    let state_len = serde_json::to_vec(&state).map_or(0, |v| v.len());
+    if state_len as u64 > STATE_BYTES.max {
+        return Err(RunError::limit(
+            &STATE_BYTES,
+            format!(
+                "the continuation state is {state_len} bytes; at most {} bytes (2 MiB) are carried between pages",
+                STATE_BYTES.max
+            ),
+        ));
+    }
+    Ok((state, done, rest))
+}
+
+/// Splits a page result into (state, done, the rest). An intermediate result must be exactly
+/// `{runx_page: {state, done?}}`.
+fn split_result(output: Value, eof: bool) -> Result<(Value, bool, Map<String, Value>), RunError> {
+    let bad = |m: String| RunError::new(FailureKind::OutputRejected, "page_result", m);
+    let Value::Object(mut obj) = output else {
+        return Err(bad("a page result must be an object".to_string()));
+    };
+    let (state, done) = match obj.remove("runx_page") {
+        None if eof => (Value::Null, false),
+        None => {
+            return Err(bad(
+                "an intermediate page result must be `{runx_page: {state, done?}}`; `runx_page` is missing".to_string(),
+            ));
+        }
+        Some(Value::Object(mut p)) => {
+            let state = p.remove("state").unwrap_or(Value::Null);
+            let done = match p.remove("done") {
+                None | Some(Value::Null) => false,
+                Some(Value::Bool(b)) => b,
+                Some(other) => {
+                    return Err(bad(format!(
+                        "`runx_page.done` must be a boolean, not {other}"
+                    )));
+                }
+            };
+            if let Some(extra) = p.keys().next() {
+                return Err(bad(format!(
+                    "`runx_page` may hold only `state` and `done`; it also holds `{extra}`"
+                )));
+            }
+            (state, done)
+        }
+        Some(other) => return Err(bad(format!("`runx_page` must be an object, not {other}"))),
+    };
+    if !eof
+        && !done
+        && let Some(extra) = obj.keys().next()
+    {
+        return Err(bad(format!(
+            "an intermediate page result must be exactly `{{runx_page: {{state, done?}}}}`; it also holds `{extra}` (return domain outputs only with `done: true` or on the eof page)"
+        )));
+    }
+    Ok((state, done, obj))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn intermediate_results_are_exact() {
+        assert!(split_result(json!({"runx_page": {"state": 1}}), false).is_ok());
+        assert!(split_result(json!({"runx_page": {"state": 1}, "x": 1}), false).is_err());
+        assert!(split_result(json!({"runx_page": {"state": 1, "y": 2}}), false).is_err());
+        assert!(split_result(json!({"x": 1}), false).is_err());
+        let (_, done, rest) = split_result(
+            json!({"runx_page": {"state": 1, "done": true}, "x": 1}),
+            false,
+        )
+        .expect("done with outputs");
+        assert!(done);
+        assert_eq!(rest["x"], 1);
+        let (_, _, rest) = split_result(json!({"x": 2}), true).expect("eof result");
+        assert_eq!(rest["x"], 2);
+    }
+}

@@ -1,0 +1,310 @@
+//! Running one process in its own process group and supervising it to the end.
+
+use std::ffi::OsString;
+use std::fs;
+use std::io::{self, Write};
+use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::path::PathBuf;
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::mpsc;
+use std::thread;
+use std::time::{Duration, Instant};
+
+use nix::errno::Errno;
+use nix::sys::signal::{Signal, killpg};
+use nix::sys::wait::{Id, WaitPidFlag, WaitStatus, waitid};
+use nix::unistd::Pid;
+
+use super::SubprocessError;
+use super::capture::{Capture, finish_capture, start_drain};
+use crate::cancel::CancelToken;
+
+/// How long the output readers may take to reach end-of-file once the process
+/// group has been killed and the leader reaped. Only a process that escaped the
+/// group (e.g. via `setsid`) while holding a pipe open can exceed this.
+const DRAIN_DEADLINE: Duration = Duration::from_secs(2);
+
+/// Longest sleep between two checks of the leader / deadline / cancel token.
+const MAX_POLL: Duration = Duration::from_millis(20);
+
+/// Everything needed to start and supervise one process.
+#[derive(Debug, Clone)]
+pub struct ProcessSpec {
+    /// Resolved executable (see [`super::resolve_command`]).
+    pub program: PathBuf,
+    /// Arguments, already resolved; no shell interpretation happens.
+    pub args: Vec<OsString>,
+    /// Working directory; must exist and be a directory.
+    pub cwd: PathBuf,
+    /// The complete environment (see [`super::build_env`]); nothing is inherited.
+    pub env: Vec<(OsString, OsString)>,
+    /// Bytes written to stdin before it is closed; `None` closes stdin at once.
+    pub stdin: Option<Vec<u8>>,
+    /// Wall-clock limit before the process group is terminated.
+    pub timeout: Duration,
+    /// Time between SIGTERM and SIGKILL.
+    pub grace: Duration,
+    /// Bytes retained per output stream (normally [`crate::limits::CAPTURE_BYTES`]).
+    pub capture_limit: usize,
+}
+
+/// How the process ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Termination {
+    /// Exited on its own with this code.
+    Exited(i32),
+    /// Killed by a signal that the supervisor did not send.
+    Signaled(i32),
+    /// The timeout elapsed and the supervisor terminated the process group.
+    TimedOut,
+    /// The [`CancelToken`] fired and the supervisor terminated the process group.
+    Cancelled,
+}
+
+impl Termination {
+    /// Exit code zero without timeout or cancellation.
+    pub fn is_success(&self) -> bool {
+        matches!(self, Termination::Exited(0))
+    }
+}
+
+/// Result of a supervised run.
+#[derive(Debug, Clone)]
+pub struct ProcessOutcome {
+    /// How it ended.
+    pub termination: Termination,
+    /// What it wrote to stdout.
+    pub stdout: Capture,
+    /// What it wrote to stderr.
+    pub stderr: Capture,
+    /// From spawn until the leader was reaped.
+    pub duration: Duration,
+    /// Process id of the leader (also the process group id).
+    pub pid: u32,
+}
+
+/// Starts `spec.program` in its own process group and supervises it to the end.
+///
+/// Returns `Err` only when the process could not be started or supervised; a
+/// non-zero exit, a signal, a timeout or a cancellation is an `Ok` outcome.
+/// The child is always reaped and its process group is always SIGKILLed once
+/// the leader has exited, so no descendant that stayed in the group survives.
+pub fn run(spec: &ProcessSpec, cancel: &CancelToken) -> Result<ProcessOutcome, SubprocessError> {
+    match fs::metadata(&spec.cwd) {
+        Err(e) => {
+            return Err(SubprocessError::Cwd {
+                path: spec.cwd.clone(),
+                reason: format!("cannot be used ({e})"),
+            });
+        }
+        Ok(meta) if !meta.is_dir() => {
+            return Err(SubprocessError::Cwd {
+                path: spec.cwd.clone(),
+                reason: "is not a directory".to_string(),
+            });
+        }
+        Ok(_) => {}
+    }
+
+    let mut command = Command::new(&spec.program);
+    command
+        .args(&spec.args)
+        .current_dir(&spec.cwd)
+        .env_clear()
+        .envs(spec.env.iter().map(|(k, v)| (k, v)))
+        .process_group(0)
+        .stdin(if spec.stdin.is_some() {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        })
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+
+    let start = Instant::now();
+    let mut child = command.spawn().map_err(|e| {
+        if e.kind() == io::ErrorKind::NotFound {
+            SubprocessError::NotFound {
+                command: spec.program.display().to_string(),
+                reason: "the file or its script interpreter does not exist".to_string(),
+            }
+        } else {
+            SubprocessError::Spawn {
+                program: spec.program.clone(),
+                source: e,
+            }
+        }
+    })?;
+    let pid_u32 = child.id();
+    let Ok(raw_pid) = i32::try_from(pid_u32) else {
+        // Cannot happen on Linux (pid_max <= 2^22); never signal a bogus group.
+        let _ = child.kill();
+        let _ = child.wait();
+        return Err(SubprocessError::io(
+            "child process id out of range",
+            io::Error::from(io::ErrorKind::InvalidData),
+        ));
+    };
+    let pgid = Pid::from_raw(raw_pid);
+    tracing::debug!(pid = pid_u32, program = %spec.program.display(), "subprocess started");
+
+    match supervise(spec, cancel, &mut child, pgid, start) {
+        Ok(outcome) => Ok(outcome),
+        Err(err) => {
+            // Never leave the group running or the leader unreaped.
+            signal_group(pgid, Signal::SIGKILL);
+            let _ = child.wait();
+            Err(err)
+        }
+    }
+}
+
+fn supervise(
+    spec: &ProcessSpec,
+    cancel: &CancelToken,
+    child: &mut Child,
+    pgid: Pid,
+    start: Instant,
+) -> Result<ProcessOutcome, SubprocessError> {
+    if let (Some(bytes), Some(stdin)) = (spec.stdin.clone(), child.stdin.take()) {
+        feed_stdin(stdin, bytes)?;
+    }
+    let (done_tx, done_rx) = mpsc::channel::<()>();
+    let stdout = start_drain(child.stdout.take(), spec.capture_limit, "stdout", &done_tx)?;
+    let stderr = start_drain(child.stderr.take(), spec.capture_limit, "stderr", &done_tx)?;
+    drop(done_tx);
+
+    let stop = wait_for_leader(spec, cancel, pgid, start)?;
+    // The leader is a zombie, so its pid (= the group id) cannot be reused yet:
+    // kill whatever is left in the group, then reap.
+    signal_group(pgid, Signal::SIGKILL);
+    let status = child
+        .wait()
+        .map_err(|e| SubprocessError::io("cannot reap the subprocess", e))?;
+    let duration = start.elapsed();
+    let termination = match stop {
+        Some(reason) => reason,
+        None => match status.code() {
+            Some(code) => Termination::Exited(code),
+            None => Termination::Signaled(status.signal().unwrap_or(0)),
+        },
+    };
+    await_drains(&done_rx, pgid);
+    Ok(ProcessOutcome {
+        termination,
+        stdout: finish_capture(&stdout, spec.capture_limit),
+        stderr: finish_capture(&stderr, spec.capture_limit),
+        duration,
+        pid: child.id(),
+    })
+}
+
+/// Writes `bytes` to the child's stdin on a detached thread: if a process outside the group
+/// kept stdin open it must not block the supervisor. EPIPE (the child stopped reading) is
+/// expected.
+fn feed_stdin(mut stdin: ChildStdin, bytes: Vec<u8>) -> Result<(), SubprocessError> {
+    thread::Builder::new()
+        .name("runx-stdin".to_string())
+        .spawn(move || match stdin.write_all(&bytes) {
+            Err(e) if e.kind() != io::ErrorKind::BrokenPipe => {
+                tracing::debug!(error = %e, "writing subprocess stdin failed");
+            }
+            _ => {}
+        })
+        .map(|_| ())
+        .map_err(|e| SubprocessError::io("cannot start the stdin writer thread", e))
+}
+
+/// Polls until the leader exits. At the deadline or on cancellation the group gets SIGTERM,
+/// then SIGKILL once the grace period has passed. Returns why runx stopped it, if it did.
+fn wait_for_leader(
+    spec: &ProcessSpec,
+    cancel: &CancelToken,
+    pgid: Pid,
+    start: Instant,
+) -> Result<Option<Termination>, SubprocessError> {
+    let deadline = start.checked_add(spec.timeout);
+    let mut stop: Option<(Termination, Instant)> = None;
+    let mut sigkill_sent = false;
+    let mut poll = Duration::from_millis(1);
+    while !leader_exited(pgid)
+        .map_err(|e| SubprocessError::io("cannot wait for the subprocess", e))?
+    {
+        let now = Instant::now();
+        match stop {
+            None => {
+                let reason = if cancel.is_cancelled() {
+                    Some(Termination::Cancelled)
+                } else if deadline.is_some_and(|d| now >= d) {
+                    Some(Termination::TimedOut)
+                } else {
+                    None
+                };
+                if let Some(reason) = reason {
+                    tracing::debug!(pid = pgid.as_raw(), ?reason, "terminating process group");
+                    signal_group(pgid, Signal::SIGTERM);
+                    // Let stopped members act on SIGTERM.
+                    signal_group(pgid, Signal::SIGCONT);
+                    stop = Some((reason, now));
+                }
+            }
+            Some((_, since)) if !sigkill_sent && now.duration_since(since) >= spec.grace => {
+                tracing::debug!(pid = pgid.as_raw(), "grace elapsed; killing process group");
+                signal_group(pgid, Signal::SIGKILL);
+                sigkill_sent = true;
+            }
+            Some(_) => {}
+        }
+        thread::sleep(poll);
+        poll = (poll * 2).min(MAX_POLL);
+    }
+    Ok(stop.map(|(reason, _)| reason))
+}
+
+/// Pipes close once every holder is gone; waits a bounded time for both readers to reach
+/// end-of-file.
+fn await_drains(done: &mpsc::Receiver<()>, pgid: Pid) {
+    let deadline = Instant::now() + DRAIN_DEADLINE;
+    let mut finished = 0;
+    while finished < 2 {
+        let left = deadline.saturating_duration_since(Instant::now());
+        match done.recv_timeout(left) {
+            Ok(()) => finished += 1,
+            Err(mpsc::RecvTimeoutError::Disconnected) => break,
+            Err(mpsc::RecvTimeoutError::Timeout) => {
+                tracing::warn!(
+                    pid = pgid.as_raw(),
+                    "an output pipe is still held open by a process outside the group; \
+                     returning the output read so far"
+                );
+                break;
+            }
+        }
+    }
+}
+
+/// Whether the leader has exited, without reaping it (`WNOWAIT`).
+fn leader_exited(pid: Pid) -> io::Result<bool> {
+    loop {
+        match waitid(
+            Id::Pid(pid),
+            WaitPidFlag::WEXITED | WaitPidFlag::WNOHANG | WaitPidFlag::WNOWAIT,
+        ) {
+            Ok(WaitStatus::StillAlive) => return Ok(false),
+            Ok(_) => return Ok(true),
+            Err(Errno::EINTR) => continue,
+            // nix could not decode the status (e.g. a real-time signal): it exited.
+            Err(Errno::EINVAL) => return Ok(true),
+            Err(e) => return Err(io::Error::from(e)),
+        }
+    }
+}
+
+fn signal_group(pgid: Pid, signal: Signal) {
+    match killpg(pgid, signal) {
+        Ok(()) | Err(Errno::ESRCH) => {}
+        Err(e) => {
+            tracing::warn!(pgid = pgid.as_raw(), ?signal, error = %e, "signalling process group failed")
+        }
+    }
+}

@@ -1,0 +1,117 @@
+//! The worker pool of one runtime, started on first use, and how its worker executable is found.
+
+use crate::failure::RunError;
+use runx_worker::pool::{Pool, PoolConfig};
+use runx_worker::process::WorkerCommand;
+use std::path::PathBuf;
+use std::sync::OnceLock;
+
+/// Environment variable naming a worker executable, overriding discovery.
+pub const WORKER_ENV: &str = "RUNX_WORKER";
+
+/// The engine a worker uses when none is named.
+pub use runx_worker::serve::DEFAULT_ENGINE;
+
+/// A lazily started pool of worker processes.
+pub(crate) struct Workers {
+    command: WorkerCommand,
+    size: Option<usize>,
+    pool: OnceLock<Result<Pool, String>>,
+}
+
+impl Workers {
+    pub(crate) fn new(command: WorkerCommand) -> Workers {
+        Workers {
+            command,
+            size: None,
+            pool: OnceLock::new(),
+        }
+    }
+
+    pub(crate) fn set_size(&mut self, size: usize) {
+        self.size = Some(size);
+    }
+
+    pub(crate) fn set_engine(&mut self, engine: &str) {
+        self.command = self.command.clone().engine(engine);
+    }
+
+    /// The pool, started on first use.
+    pub(crate) fn pool(&self) -> Result<&Pool, RunError> {
+        self.pool
+            .get_or_init(|| {
+                let mut cfg = PoolConfig::new(self.command.clone());
+                if let Some(n) = self.size {
+                    cfg = cfg.size(n);
+                }
+                Pool::new(cfg).map_err(|e| format!("cannot create the worker pool: {e}"))
+            })
+            .as_ref()
+            .map_err(|e| RunError::internal("pool", e.clone()))
+    }
+
+    /// Kills every worker, if the pool was started.
+    pub(crate) fn kill_all(&self) {
+        if let Some(Ok(pool)) = self.pool.get() {
+            pool.kill_all();
+        }
+    }
+
+    /// Process ids of live workers.
+    pub(crate) fn pids(&self) -> Vec<u32> {
+        match self.pool.get() {
+            Some(Ok(p)) => p.worker_pids(),
+            _ => Vec::new(),
+        }
+    }
+}
+
+/// Whether the engine `name` is built into this executable; the error says which are.
+pub fn check_engine(name: &str) -> Result<(), String> {
+    runx_worker::serve::engine_by_name(name)
+        .map(|_| ())
+        .map_err(|e| e.to_string())
+}
+
+/// Runs this process as a worker with the engine `engine` (the hidden `runx __worker`), and
+/// returns its exit code.
+pub fn worker_main(engine: &str) -> i32 {
+    runx_worker::serve::worker_main_with(engine)
+}
+
+/// The worker for a process that is itself a worker executable (`runx`): `RUNX_WORKER` when
+/// set, else the current executable with its `__worker` subcommand.
+pub fn current_exe_worker() -> WorkerCommand {
+    if let Some(p) = std::env::var_os(WORKER_ENV) {
+        return WorkerCommand::new(p);
+    }
+    let exe = std::env::current_exe().unwrap_or_else(|_| PathBuf::from("runx"));
+    WorkerCommand::new(exe).arg("__worker")
+}
+
+/// The worker for an embedding program: `RUNX_WORKER` when set, else `runx-worker` next to the
+/// current executable, else (cargo's test binaries sit one directory below) `runx-worker` or
+/// `runx __worker` one directory up, else the current executable's `__worker` subcommand.
+pub fn discover_worker() -> WorkerCommand {
+    if let Some(p) = std::env::var_os(WORKER_ENV) {
+        return WorkerCommand::new(p);
+    }
+    let exe = std::env::current_exe().unwrap_or_else(|_| PathBuf::from("runx"));
+    if let Some(dir) = exe.parent() {
+        let sibling = dir.join("runx-worker");
+        if sibling.is_file() {
+            return WorkerCommand::new(sibling);
+        }
+        if let Some(up) = dir.parent() {
+            let worker = up.join("runx-worker");
+            if worker.is_file() {
+                return WorkerCommand::new(worker);
+            }
+            let runx = up.join("runx");
+            if runx.is_file() {
+                return WorkerCommand::new(runx).arg("__worker");
+            }
+        }
+    }
+    WorkerCommand::new(exe).arg("__worker")
+}
