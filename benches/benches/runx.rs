@@ -117,6 +117,7 @@ fn bundle(source: &str) -> Arc<ModuleBundle> {
     ))
 }
 
+// Long on purpose: a benchmark reads top to bottom in the order of the report it prints.
 fn latency(worker: &WorkerCommand, runx: Option<&Path>, pkg: &Path) {
     let pool = Pool::new(PoolConfig::new(worker.clone()).size(1)).expect("pool");
     let call = Call::new(bundle(AGGREGATE_MODULE), Some("trivial"), b"{}".to_vec());
@@ -247,6 +248,7 @@ struct Memory {
     worker_hwm_kib: u64,
 }
 
+// Long on purpose: a benchmark reads top to bottom in the order of the report it prints.
 fn throughput(
     worker: &WorkerCommand,
     runx: Option<&Path>,
@@ -581,6 +583,7 @@ fn calibrate_burn() -> u64 {
     ((probe as f64) * 0.050 / took) as u64
 }
 
+// Long on purpose: a benchmark reads top to bottom in the order of the report it prints.
 fn scaling(worker: &WorkerCommand, rows: &[SizeRow], have_runx: bool) {
     println!("\nscaling");
     if rows.len() >= 2 {

@@ -139,6 +139,22 @@ pub fn run(rt: &Runtime, args: BenchArgs) -> ExitCode {
 }
 
 fn pages(rt: &Runtime, args: PagesArgs) -> ExitCode {
+    let (sizes, page_sizes) = match checked_sizes(&args) {
+        Ok(x) => x,
+        Err(message) => return crate::usage(&message),
+    };
+    let cells = match measure(rt, &args, &sizes, &page_sizes) {
+        Ok(cells) => cells,
+        Err(message) => {
+            eprintln!("runx: {message}");
+            return ExitCode::FAILURE;
+        }
+    };
+    report(&args, &cells)
+}
+
+/// The archive and page sizes asked for (or the defaults), each within its limit.
+fn checked_sizes(args: &PagesArgs) -> Result<(Vec<u64>, Vec<u64>), String> {
     let sizes = if args.size.is_empty() {
         vec![64 << 20]
     } else {
@@ -150,7 +166,7 @@ fn pages(rt: &Runtime, args: PagesArgs) -> ExitCode {
         args.page_bytes.clone()
     };
     if let Some(&s) = sizes.iter().find(|&&s| s == 0 || s > ARTIFACT_BYTES.max) {
-        return crate::usage(&format!(
+        return Err(format!(
             "--size {}: allowed 1 byte to 512MiB (the largest artifact admitted)",
             human(s)
         ));
@@ -159,73 +175,48 @@ fn pages(rt: &Runtime, args: PagesArgs) -> ExitCode {
         .iter()
         .find(|&&p| !(PAGE_BYTES.min..=PAGE_BYTES.max).contains(&p))
     {
-        return crate::usage(&format!(
-            "--page-bytes {}: allowed 1 byte to 4MiB",
-            human(p)
-        ));
+        return Err(format!("--page-bytes {}: allowed 1 byte to 4MiB", human(p)));
     }
     if let Some(plot) = &args.plot
         && plot.extension().and_then(|e| e.to_str()) != Some("svg")
     {
-        return crate::usage(&format!(
+        return Err(format!(
             "--plot {}: the file must end in .svg",
             plot.display()
         ));
     }
-    let dir = match tempfile::Builder::new().prefix("runx-bench-").tempdir() {
-        Ok(d) => d,
-        Err(e) => {
-            eprintln!("runx: cannot create a temporary directory: {e}");
-            return ExitCode::FAILURE;
-        }
-    };
+    Ok((sizes, page_sizes))
+}
+
+/// Every (archive size, page size) cell, measured `args.runs` times; a table row is printed
+/// as each cell finishes unless `--json`.
+fn measure(
+    rt: &Runtime,
+    args: &PagesArgs,
+    sizes: &[u64],
+    page_sizes: &[u64],
+) -> Result<Vec<Cell>, String> {
+    let dir = tempfile::Builder::new()
+        .prefix("runx-bench-")
+        .tempdir()
+        .map_err(|e| format!("cannot create a temporary directory: {e}"))?;
     let page_usizes: Vec<usize> = page_sizes.iter().map(|&p| p as usize).collect();
     let bench = Bench {
         workspace: dir.path().to_path_buf(),
         package: dir.path().join("pkg"),
         archive: "archive.js".to_string(),
     };
-    if let Err(e) = workload::write_package(&bench.package, &page_usizes) {
-        eprintln!("runx: cannot write the bench package: {e}");
-        return ExitCode::FAILURE;
-    }
+    workload::write_package(&bench.package, &page_usizes)
+        .map_err(|e| format!("cannot write the bench package: {e}"))?;
     let mut cells = Vec::new();
-    for &size in &sizes {
-        let info = match std::fs::File::create(dir.path().join(&bench.archive))
+    for &size in sizes {
+        let info = std::fs::File::create(dir.path().join(&bench.archive))
             .and_then(|mut f| workload::write_archive(&mut f, size))
-        {
-            Ok(i) => i,
-            Err(e) => {
-                eprintln!("runx: cannot write the archive: {e}");
-                return ExitCode::FAILURE;
-            }
-        };
-        for &page_bytes in &page_sizes {
+            .map_err(|e| format!("cannot write the archive: {e}"))?;
+        for &page_bytes in page_sizes {
             let mut runs = Vec::new();
             for _ in 0..args.runs {
-                let bar = progress::sink();
-                let result = bench.run_pages(
-                    rt,
-                    page_bytes as usize,
-                    bar.as_ref().map(|(s, _)| s.clone()),
-                );
-                if let Some((_, b)) = &bar {
-                    progress::finish(b);
-                }
-                match result {
-                    Ok(r) => runs.push(r),
-                    Err(e) => {
-                        eprintln!(
-                            "runx: bench pages ({} archive, {} pages) failed ({}/{}): {}",
-                            human(size),
-                            human(page_bytes),
-                            e.kind,
-                            e.code,
-                            e.message
-                        );
-                        return ExitCode::FAILURE;
-                    }
-                }
+                runs.push(run_once(rt, &bench, size, page_bytes)?);
             }
             runs.sort_by_key(|r| r.wall);
             let cell = Cell {
@@ -244,11 +235,38 @@ fn pages(rt: &Runtime, args: PagesArgs) -> ExitCode {
             cells.push(cell);
         }
     }
-    drop(dir);
+    Ok(cells)
+}
+
+/// One paged run, with a progress bar on a terminal.
+fn run_once(rt: &Runtime, bench: &Bench, size: u64, page_bytes: u64) -> Result<PagesRun, String> {
+    let bar = progress::sink();
+    let result = bench.run_pages(
+        rt,
+        page_bytes as usize,
+        bar.as_ref().map(|(s, _)| s.clone()),
+    );
+    if let Some((_, b)) = &bar {
+        progress::finish(b);
+    }
+    result.map_err(|e| {
+        format!(
+            "bench pages ({} archive, {} pages) failed ({}/{}): {}",
+            human(size),
+            human(page_bytes),
+            e.kind,
+            e.code,
+            e.message
+        )
+    })
+}
+
+/// The plot and, with `--json`, the one JSON object.
+fn report(args: &PagesArgs, cells: &[Cell]) -> ExitCode {
     let plot_error = args
         .plot
         .as_deref()
-        .and_then(|p| plot(p, &cells).err().map(|e| (p, e)));
+        .and_then(|p| plot(p, cells).err().map(|e| (p, e)));
     if let Some((p, e)) = &plot_error {
         eprintln!("runx: cannot draw {}: {e}", p.display());
     } else if let (Some(p), false) = (&args.plot, args.json) {

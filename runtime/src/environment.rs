@@ -55,3 +55,41 @@ pub fn declared(runner: &Runner, env: &EnvSource) -> Result<BTreeMap<String, Str
 pub(crate) fn host_value(name: &str) -> Option<OsString> {
     std::env::var_os(name)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::profile::parse;
+    use std::path::Path;
+
+    fn runner_with(env: &str) -> crate::profile::Profile {
+        let text =
+            format!("skill: s\nrun: {{ type: javascript, module: a.mjs, environment: {env} }}\n");
+        parse(&text, Path::new("/pkg"), Path::new("/pkg/X.yaml")).expect("profile")
+    }
+
+    #[test]
+    fn only_declared_names_are_read_and_required_ones_must_be_set() {
+        let p = runner_with("{ required: [REGION], optional: [TRACE, ABSENT] }");
+        let r = p.runner(None).expect("runner");
+        let source = EnvSource::Map(BTreeMap::from([
+            ("REGION".to_string(), "eu".to_string()),
+            ("TRACE".to_string(), "1".to_string()),
+            ("SECRET".to_string(), "x".to_string()),
+        ]));
+        let got = declared(r, &source).expect("declared");
+        assert_eq!(
+            got,
+            BTreeMap::from([
+                ("REGION".to_string(), "eu".to_string()),
+                ("TRACE".to_string(), "1".to_string()),
+            ])
+        );
+        let e = declared(r, &EnvSource::Map(BTreeMap::new())).expect_err("missing");
+        assert_eq!(
+            (e.kind, e.code.as_str()),
+            (FailureKind::Environment, "missing_environment")
+        );
+        assert!(e.message.contains("`REGION`"), "{e}");
+    }
+}

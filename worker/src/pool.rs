@@ -76,6 +76,16 @@ impl From<Failure> for CallError {
     }
 }
 
+/// What the restart budget allows.
+enum Budget {
+    /// Start a worker after this pause.
+    Start(Duration),
+    /// Wait for a live worker to come free.
+    Wait,
+    /// No worker can be started or freed.
+    Spent(Failure),
+}
+
 /// A pool of worker processes. Cheap to clone; clones share the workers.
 #[derive(Clone)]
 pub struct Pool {
@@ -239,65 +249,85 @@ impl Pool {
                 return Ok(w);
             }
             if st.live < cfg.size {
-                let mut backoff = Duration::ZERO;
-                if st.started >= cfg.size {
-                    let now = Instant::now();
-                    while st
-                        .restarts
-                        .front()
-                        .is_some_and(|t| now.duration_since(*t) > cfg.restart_window)
-                    {
-                        st.restarts.pop_front();
-                    }
-                    if st.restarts.len() >= cfg.restart_budget {
-                        if st.live == 0 {
-                            return Err(Failure::new(
-                                FailureCode::WorkerCrashed,
-                                format!(
-                                    "no worker available: the restart budget of {} replacements per {} s is spent; last worker loss: {}",
-                                    cfg.restart_budget,
-                                    cfg.restart_window.as_secs(),
-                                    st.last_loss.as_deref().unwrap_or("unknown")
-                                ),
-                            ));
-                        }
+                let backoff = match self.replacement_backoff(&mut st) {
+                    Budget::Start(backoff) => backoff,
+                    Budget::Wait => {
                         st = self.wait(st);
                         continue;
                     }
-                    backoff = cfg.backoff * (1u32 << st.restarts.len().min(8));
-                    st.restarts.push_back(now);
-                }
+                    Budget::Spent(failure) => return Err(failure),
+                };
                 st.live += 1;
                 st.started += 1;
                 drop(st);
                 std::thread::sleep(backoff);
-                let spawned =
-                    WorkerProcess::spawn(&cfg.command, &self.inner.workdir, cfg.startup_timeout);
-                let mut st = self.lock();
-                return match spawned {
-                    Ok(w) => {
-                        st.pids.insert(w.pid);
-                        if st.closed {
-                            drop(st);
-                            self.discard(w, "the pool was shut down");
-                            return Err(Failure::new(
-                                FailureCode::WorkerCrashed,
-                                "the worker pool was shut down (interrupted)",
-                            ));
-                        }
-                        tracing::debug!(pid = w.pid, "worker started");
-                        Ok(w)
-                    }
-                    Err(why) => {
-                        st.live -= 1;
-                        st.last_loss = Some(why.clone());
-                        drop(st);
-                        self.inner.changed.notify_all();
-                        Err(Failure::new(FailureCode::WorkerCrashed, why))
-                    }
-                };
+                return self.start_worker();
             }
             st = self.wait(st);
+        }
+    }
+
+    /// Whether a worker may be started now: the first `size` start at once; a replacement
+    /// spends the restart budget and waits a backoff that doubles within the window.
+    fn replacement_backoff(&self, st: &mut State) -> Budget {
+        let cfg = &self.inner.config;
+        if st.started < cfg.size {
+            return Budget::Start(Duration::ZERO);
+        }
+        let now = Instant::now();
+        while st
+            .restarts
+            .front()
+            .is_some_and(|t| now.duration_since(*t) > cfg.restart_window)
+        {
+            st.restarts.pop_front();
+        }
+        if st.restarts.len() >= cfg.restart_budget {
+            if st.live > 0 {
+                return Budget::Wait;
+            }
+            return Budget::Spent(Failure::new(
+                FailureCode::WorkerCrashed,
+                format!(
+                    "no worker available: the restart budget of {} replacements per {} s is spent; last worker loss: {}",
+                    cfg.restart_budget,
+                    cfg.restart_window.as_secs(),
+                    st.last_loss.as_deref().unwrap_or("unknown")
+                ),
+            ));
+        }
+        let backoff = cfg.backoff * (1u32 << st.restarts.len().min(8));
+        st.restarts.push_back(now);
+        Budget::Start(backoff)
+    }
+
+    /// Starts a worker whose slot is already counted in `live`.
+    fn start_worker(&self) -> Result<WorkerProcess, Failure> {
+        let cfg = &self.inner.config;
+        let spawned = WorkerProcess::spawn(&cfg.command, &self.inner.workdir, cfg.startup_timeout);
+        let mut st = self.lock();
+        match spawned {
+            Ok(w) => {
+                st.pids.insert(w.pid);
+                if st.closed {
+                    drop(st);
+                    self.discard(w, "the pool was shut down");
+                    return Err(Failure::new(
+                        FailureCode::WorkerCrashed,
+                        "the worker pool was shut down (interrupted)",
+                    ));
+                }
+                tracing::debug!(pid = w.pid, "worker started");
+                Ok(w)
+            }
+            Err(e) => {
+                let why = e.to_string();
+                st.live -= 1;
+                st.last_loss = Some(why.clone());
+                drop(st);
+                self.inner.changed.notify_all();
+                Err(Failure::new(FailureCode::WorkerCrashed, why))
+            }
         }
     }
 

@@ -14,7 +14,7 @@ use std::io::{BufWriter, Read};
 use std::os::fd::AsFd;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStdin, Command, Stdio};
+use std::process::{Child, ChildStderr, ChildStdin, ChildStdout, Command, Stdio};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -143,6 +143,75 @@ pub(crate) enum InvokeError {
 
 type Replies = Receiver<Result<Vec<u8>, FrameError>>;
 
+/// Why a worker could not be started.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum SpawnError {
+    /// The program could not be executed.
+    #[error("cannot start the worker `{}`: {source}", program.display())]
+    Start {
+        program: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// The pipes to the worker could not be set up.
+    #[error("the worker's pipes could not be opened")]
+    Pipes,
+    /// A reader thread could not be started.
+    #[error("cannot start a reader thread: {0}")]
+    Thread(std::io::Error),
+    /// The worker did not complete the `hello`/`ready` handshake.
+    #[error("{0}")]
+    Handshake(String),
+}
+
+/// Reads the worker's frames on a thread, into the channel the host waits on.
+fn read_frames(pid: u32, mut stdout: ChildStdout) -> Result<Replies, SpawnError> {
+    let (tx, replies) = mpsc::channel();
+    std::thread::Builder::new()
+        .name(format!("runx-worker-{pid}-out"))
+        .spawn(move || {
+            loop {
+                match read_frame(&mut stdout) {
+                    Ok(Some(frame)) => {
+                        if tx.send(Ok(frame)).is_err() {
+                            return;
+                        }
+                    }
+                    Ok(None) => return,
+                    Err(e) => {
+                        let _ = tx.send(Err(e));
+                        return;
+                    }
+                }
+            }
+        })
+        .map_err(SpawnError::Thread)?;
+    Ok(replies)
+}
+
+/// Keeps the last bytes the worker writes to stderr, to explain a crash.
+fn keep_stderr_tail(pid: u32, mut stderr: ChildStderr) -> Result<Arc<Mutex<Vec<u8>>>, SpawnError> {
+    let stderr_tail = Arc::new(Mutex::new(Vec::new()));
+    let tail = stderr_tail.clone();
+    std::thread::Builder::new()
+        .name(format!("runx-worker-{pid}-err"))
+        .spawn(move || {
+            let mut buf = [0u8; 1024];
+            while let Ok(n) = stderr.read(&mut buf) {
+                if n == 0 {
+                    return;
+                }
+                if let Ok(mut t) = tail.lock() {
+                    t.extend_from_slice(&buf[..n]);
+                    let excess = t.len().saturating_sub(STDERR_TAIL_BYTES);
+                    t.drain(..excess);
+                }
+            }
+        })
+        .map_err(SpawnError::Thread)?;
+    Ok(stderr_tail)
+}
+
 /// A live worker process.
 pub(crate) struct WorkerProcess {
     child: Child,
@@ -167,7 +236,7 @@ impl WorkerProcess {
         command: &WorkerCommand,
         cwd: &Path,
         startup: Duration,
-    ) -> Result<WorkerProcess, String> {
+    ) -> Result<WorkerProcess, SpawnError> {
         let mut child = Command::new(&command.program)
             .args(&command.args)
             .env_clear()
@@ -177,63 +246,34 @@ impl WorkerProcess {
             .stderr(Stdio::piped())
             .process_group(0)
             .spawn()
-            .map_err(|e| {
-                format!(
-                    "cannot start the worker `{}`: {e}",
-                    command.program.display()
-                )
+            .map_err(|source| SpawnError::Start {
+                program: command.program.clone(),
+                source,
             })?;
         let pid = child.id();
-        let (Some(stdin), Some(mut stdout), Some(mut stderr)) =
+        let (Some(stdin), Some(stdout), Some(stderr)) =
             (child.stdin.take(), child.stdout.take(), child.stderr.take())
         else {
             let _ = child.kill();
             let _ = child.wait();
-            return Err("the worker's pipes could not be opened".to_string());
+            return Err(SpawnError::Pipes);
         };
         // Pages are up to 4 MiB; a 1 MiB pipe moves them in a few writes instead of sixty-four.
         // Best effort: the kernel may cap it (`/proc/sys/fs/pipe-max-size`).
         for fd in [stdin.as_fd(), stdout.as_fd()] {
             let _ = nix::fcntl::fcntl(fd, nix::fcntl::FcntlArg::F_SETPIPE_SZ(PIPE_BYTES));
         }
-        let (tx, replies) = mpsc::channel();
-        std::thread::Builder::new()
-            .name(format!("runx-worker-{pid}-out"))
-            .spawn(move || {
-                loop {
-                    match read_frame(&mut stdout) {
-                        Ok(Some(frame)) => {
-                            if tx.send(Ok(frame)).is_err() {
-                                return;
-                            }
-                        }
-                        Ok(None) => return,
-                        Err(e) => {
-                            let _ = tx.send(Err(e));
-                            return;
-                        }
-                    }
-                }
-            })
-            .map_err(|e| format!("cannot start a reader thread: {e}"))?;
-        let stderr_tail = Arc::new(Mutex::new(Vec::new()));
-        let tail = stderr_tail.clone();
-        std::thread::Builder::new()
-            .name(format!("runx-worker-{pid}-err"))
-            .spawn(move || {
-                let mut buf = [0u8; 1024];
-                while let Ok(n) = stderr.read(&mut buf) {
-                    if n == 0 {
-                        return;
-                    }
-                    if let Ok(mut t) = tail.lock() {
-                        t.extend_from_slice(&buf[..n]);
-                        let excess = t.len().saturating_sub(STDERR_TAIL_BYTES);
-                        t.drain(..excess);
-                    }
-                }
-            })
-            .map_err(|e| format!("cannot start a reader thread: {e}"))?;
+        let readers = read_frames(pid, stdout).and_then(|replies| {
+            keep_stderr_tail(pid, stderr).map(|stderr_tail| (replies, stderr_tail))
+        });
+        let (replies, stderr_tail) = match readers {
+            Ok(r) => r,
+            Err(e) => {
+                kill_group(pid);
+                let _ = child.wait();
+                return Err(e);
+            }
+        };
         let mut worker = WorkerProcess {
             child,
             stdin: BufWriter::with_capacity(64 * 1024, stdin),
@@ -243,32 +283,33 @@ impl WorkerProcess {
             next_call: 1,
             pid,
         };
-        let hello = Header::new(0, Message::Hello).to_bytes();
-        if let Err(e) = write_frame(&mut worker.stdin, &hello, &[]) {
-            let why = worker.explain(&format!("the worker did not accept `hello`: {e}"));
-            worker.kill();
-            return Err(why);
+        match worker.handshake(startup) {
+            Ok(()) => Ok(worker),
+            Err(why) => {
+                worker.kill();
+                Err(SpawnError::Handshake(why))
+            }
         }
-        match worker.next_reply(Instant::now() + startup) {
-            Ok((header, _)) if matches!(header.message, Message::Ready { .. }) => Ok(worker),
-            Ok((header, _)) => {
-                worker.kill();
-                Err(format!(
-                    "the worker answered `hello` with {:?} instead of `ready`",
-                    header.message
-                ))
-            }
-            Err(Wait::TimedOut) => {
-                worker.kill();
-                Err(format!(
-                    "the worker did not become ready within {} ms",
-                    startup.as_millis()
-                ))
-            }
+    }
+
+    /// Sends `hello` and waits for `ready` until `startup`.
+    fn handshake(&mut self, startup: Duration) -> Result<(), String> {
+        let hello = Header::new(0, Message::Hello).to_bytes();
+        if let Err(e) = write_frame(&mut self.stdin, &hello, &[]) {
+            return Err(self.explain(&format!("the worker did not accept `hello`: {e}")));
+        }
+        match self.next_reply(Instant::now() + startup) {
+            Ok((header, _)) if matches!(header.message, Message::Ready { .. }) => Ok(()),
+            Ok((header, _)) => Err(format!(
+                "the worker answered `hello` with {:?} instead of `ready`",
+                header.message
+            )),
+            Err(Wait::TimedOut) => Err(format!(
+                "the worker did not become ready within {} ms",
+                startup.as_millis()
+            )),
             Err(Wait::Broken(why)) => {
-                let why = worker.explain(&format!("the worker failed to start: {why}"));
-                worker.kill();
-                Err(why)
+                Err(self.explain(&format!("the worker failed to start: {why}")))
             }
         }
     }

@@ -7,8 +7,9 @@ use crate::bundle::ModuleBundle;
 use crate::engine::{ConsoleLog, Engine, EngineCall, PageInput};
 use crate::failure::{Failure, FailureCode};
 use crate::frame::{FrameError, read_frame, split_payload, write_frame};
-use crate::protocol::{Header, Message, PROTOCOL_VERSION, decode_ends};
-use std::collections::HashMap;
+use crate::limits::Limits;
+use crate::protocol::{Header, Message, PROTOCOL_VERSION, PageLayout, decode_ends};
+use std::collections::{BTreeMap, HashMap};
 use std::io::{self, Read, Write};
 use std::sync::Arc;
 
@@ -135,168 +136,221 @@ pub fn serve(
     mut output: impl Write,
 ) -> Result<(), ServeError> {
     let mut bundles: HashMap<String, Arc<ModuleBundle>> = HashMap::new();
-    let out = |w: &mut dyn Write, call_id, message, tail: &[&[u8]]| {
-        write_frame(w, &Header::new(call_id, message).to_bytes(), tail)
-    };
-    let reject = |failure: Failure| Message::Failure {
-        failure,
-        log: ConsoleLog::default(),
-    };
     loop {
         let payload = match read_frame(&mut input) {
             Ok(Some(p)) => p,
             Ok(None) => return Ok(()),
             Err(e) => {
                 // The stream cannot be resynchronised after a bad frame: answer, then stop.
-                let f = Failure::new(FailureCode::InvalidRequest, e.to_string()).discard_worker();
-                let _ = out(&mut output, 0, reject(f), &[]);
+                let f = invalid(e.to_string()).discard_worker();
+                let _ = answer(&mut output, 0, reject(f), &[]);
                 return Err(e.into());
             }
         };
-        let (head, tail) = match split_payload(&payload) {
-            Ok(x) => x,
-            Err(e) => {
-                let f = Failure::new(FailureCode::InvalidRequest, e.to_string());
-                out(&mut output, 0, reject(f), &[])?;
-                continue;
+        match handle(engine, &mut bundles, &payload) {
+            Next::Answer(id, message, tail) => answer(&mut output, id, message, &[&tail])?,
+            Next::Refuse(id, message, error) => {
+                answer(&mut output, id, message, &[])?;
+                return Err(error);
             }
-        };
-        let header: Header = match serde_json::from_slice(head) {
-            Ok(h) => h,
-            Err(e) => {
-                let value: serde_json::Value = serde_json::from_slice(head).unwrap_or_default();
-                let call_id = value.get("call_id").and_then(|c| c.as_u64()).unwrap_or(0);
-                let kind = value.get("type").and_then(|t| t.as_str()).unwrap_or("?");
-                let f = Failure::new(
-                    FailureCode::InvalidRequest,
-                    format!("unknown or malformed message `{kind}`: {e}"),
-                );
-                out(&mut output, call_id, reject(f), &[])?;
-                continue;
-            }
-        };
-        let id = header.call_id;
-        if header.v != PROTOCOL_VERSION {
-            let f = Failure::new(
-                FailureCode::InvalidRequest,
-                format!(
-                    "protocol version {} is not supported; this worker speaks {PROTOCOL_VERSION}",
-                    header.v
-                ),
-            );
-            out(&mut output, id, reject(f), &[])?;
-            if matches!(header.message, Message::Hello) {
-                return Err(ServeError::Version(header.v));
-            }
-            continue;
-        }
-        match header.message {
-            Message::Hello => {
-                let ready = Message::Ready {
-                    engine: engine.name().to_string(),
-                    pid: std::process::id(),
-                };
-                out(&mut output, id, ready, &[])?;
-            }
-            Message::Health { nonce } => out(&mut output, id, Message::Healthy { nonce }, &[])?,
-            Message::Shutdown => return Ok(()),
-            Message::Invoke {
-                bundle_digest,
-                bundle,
-                export,
-                environment,
-                limits,
-                input_len,
-                page,
-            } => {
-                let limits = limits.narrow();
-                let bundle = match cached_bundle(&mut bundles, &bundle_digest, bundle, &limits) {
-                    Ok(Some(b)) => b,
-                    Ok(None) => {
-                        out(&mut output, id, Message::NeedBundle { bundle_digest }, &[])?;
-                        continue;
-                    }
-                    Err(failure) => {
-                        out(&mut output, id, reject(failure), &[])?;
-                        continue;
-                    }
-                };
-                let reply = (|| {
-                    let bad_tail = || {
-                        Failure::new(
-                            FailureCode::InvalidRequest,
-                            "the invoke tail is shorter than its declared layout",
-                        )
-                    };
-                    let (input, rest) = tail
-                        .split_at_checked(input_len as usize)
-                        .ok_or_else(bad_tail)?;
-                    let mut ends_storage = Vec::new();
-                    let page = match page {
-                        None => None,
-                        Some(layout) => {
-                            let (meta, rest) = rest
-                                .split_at_checked(layout.meta_len as usize)
-                                .ok_or_else(bad_tail)?;
-                            let (table, blob) = rest
-                                .split_at_checked(layout.record_count as usize * 4)
-                                .ok_or_else(bad_tail)?;
-                            if blob.len() != layout.blob_len as usize {
-                                return Err(bad_tail());
-                            }
-                            ends_storage = decode_ends(table, blob.len()).ok_or_else(|| {
-                                Failure::new(
-                                    FailureCode::InvalidRequest,
-                                    "the page's record offset table is malformed",
-                                )
-                            })?;
-                            Some((meta, blob))
-                        }
-                    };
-                    Failure::check_input(tail.len(), &limits)?;
-                    let call = EngineCall {
-                        bundle: &bundle,
-                        export: export.as_deref(),
-                        input,
-                        page: page.map(|(meta, blob)| PageInput {
-                            meta,
-                            blob,
-                            ends: &ends_storage,
-                        }),
-                        environment: &environment,
-                        limits,
-                    };
-                    Ok(call_engine(engine, &call))
-                })();
-                match reply {
-                    Ok(Ok((bytes, log, engine_us))) => out(
-                        &mut output,
-                        id,
-                        Message::Result { log, engine_us },
-                        &[&bytes],
-                    )?,
-                    Ok(Err((failure, log))) => {
-                        out(&mut output, id, Message::Failure { failure, log }, &[])?
-                    }
-                    Err(failure) => out(&mut output, id, reject(failure), &[])?,
-                }
-            }
-            other @ (Message::Ready { .. }
-            | Message::Result { .. }
-            | Message::Failure { .. }
-            | Message::Healthy { .. }
-            | Message::NeedBundle { .. }) => {
-                let f = Failure::new(
-                    FailureCode::InvalidRequest,
-                    format!(
-                        "a worker does not accept `{}` messages",
-                        message_name(&other)
-                    ),
-                );
-                out(&mut output, id, reject(f), &[])?;
-            }
+            Next::Stop => return Ok(()),
         }
     }
+}
+
+/// What the loop does after one request.
+enum Next {
+    /// Answer the call with a message and the bytes that follow it.
+    Answer(u64, Message, Vec<u8>),
+    /// Answer, then stop serving with an error.
+    Refuse(u64, Message, ServeError),
+    /// Stop serving.
+    Stop,
+}
+
+impl Next {
+    fn answer(id: u64, message: Message) -> Next {
+        Next::Answer(id, message, Vec::new())
+    }
+}
+
+fn answer(
+    w: &mut dyn Write,
+    call_id: u64,
+    message: Message,
+    tail: &[&[u8]],
+) -> Result<(), FrameError> {
+    write_frame(w, &Header::new(call_id, message).to_bytes(), tail)
+}
+
+fn reject(failure: Failure) -> Message {
+    Message::Failure {
+        failure,
+        log: ConsoleLog::default(),
+    }
+}
+
+fn invalid(message: impl Into<String>) -> Failure {
+    Failure::new(FailureCode::InvalidRequest, message)
+}
+
+/// One request, start to answer.
+fn handle(
+    engine: &mut dyn Engine,
+    bundles: &mut HashMap<String, Arc<ModuleBundle>>,
+    payload: &[u8],
+) -> Next {
+    let (head, tail) = match split_payload(payload) {
+        Ok(x) => x,
+        Err(e) => return Next::answer(0, reject(invalid(e.to_string()))),
+    };
+    let header: Header = match serde_json::from_slice(head) {
+        Ok(h) => h,
+        Err(e) => {
+            // Answer under the call id the host used, if it can be read at all.
+            let value: serde_json::Value = serde_json::from_slice(head).unwrap_or_default();
+            let call_id = value.get("call_id").and_then(|c| c.as_u64()).unwrap_or(0);
+            let kind = value.get("type").and_then(|t| t.as_str()).unwrap_or("?");
+            let f = invalid(format!("unknown or malformed message `{kind}`: {e}"));
+            return Next::answer(call_id, reject(f));
+        }
+    };
+    let id = header.call_id;
+    if header.v != PROTOCOL_VERSION {
+        let f = invalid(format!(
+            "protocol version {} is not supported; this worker speaks {PROTOCOL_VERSION}",
+            header.v
+        ));
+        return match header.message {
+            Message::Hello => Next::Refuse(id, reject(f), ServeError::Version(header.v)),
+            _ => Next::answer(id, reject(f)),
+        };
+    }
+    match header.message {
+        Message::Hello => Next::answer(
+            id,
+            Message::Ready {
+                engine: engine.name().to_string(),
+                pid: std::process::id(),
+            },
+        ),
+        Message::Health { nonce } => Next::answer(id, Message::Healthy { nonce }),
+        Message::Shutdown => Next::Stop,
+        Message::Invoke {
+            bundle_digest,
+            bundle,
+            export,
+            environment,
+            limits,
+            input_len,
+            page,
+        } => {
+            let request = Invoke {
+                export,
+                environment,
+                limits: limits.narrow(),
+                input_len,
+                page,
+            };
+            match cached_bundle(bundles, &bundle_digest, bundle, &request.limits) {
+                Ok(Some(bundle)) => invoke(engine, id, &bundle, request, tail),
+                Ok(None) => Next::answer(id, Message::NeedBundle { bundle_digest }),
+                Err(failure) => Next::answer(id, reject(failure)),
+            }
+        }
+        other @ (Message::Ready { .. }
+        | Message::Result { .. }
+        | Message::Failure { .. }
+        | Message::Healthy { .. }
+        | Message::NeedBundle { .. }) => {
+            let f = invalid(format!(
+                "a worker does not accept `{}` messages",
+                message_name(&other)
+            ));
+            Next::answer(id, reject(f))
+        }
+    }
+}
+
+/// An invoke request, its bundle resolved.
+struct Invoke {
+    export: Option<String>,
+    environment: BTreeMap<String, String>,
+    limits: Limits,
+    input_len: u32,
+    page: Option<PageLayout>,
+}
+
+/// Runs one call of the engine with the input and page laid out in `tail`.
+fn invoke(
+    engine: &mut dyn Engine,
+    id: u64,
+    bundle: &Arc<ModuleBundle>,
+    request: Invoke,
+    tail: &[u8],
+) -> Next {
+    let parts = match split_tail(&request, tail) {
+        Ok(parts) => parts,
+        Err(failure) => return Next::answer(id, reject(failure)),
+    };
+    if let Err(failure) = Failure::check_input(tail.len(), &request.limits) {
+        return Next::answer(id, reject(failure));
+    }
+    let call = EngineCall {
+        bundle,
+        export: request.export.as_deref(),
+        input: parts.input,
+        page: parts.page.map(|(meta, blob)| PageInput {
+            meta,
+            blob,
+            ends: &parts.ends,
+        }),
+        environment: &request.environment,
+        limits: request.limits,
+    };
+    match call_engine(engine, &call) {
+        Ok((bytes, log, engine_us)) => Next::Answer(id, Message::Result { log, engine_us }, bytes),
+        Err((failure, log)) => Next::answer(id, Message::Failure { failure, log }),
+    }
+}
+
+/// The parts of an invoke tail: the input, and the page's metadata, record ends and records.
+struct TailParts<'a> {
+    input: &'a [u8],
+    page: Option<(&'a [u8], &'a [u8])>,
+    ends: Vec<u32>,
+}
+
+/// Splits `tail` by the layout the request declares; a tail that does not match it is an
+/// `invalid_request`.
+fn split_tail<'a>(request: &Invoke, tail: &'a [u8]) -> Result<TailParts<'a>, Failure> {
+    let bad_tail = || invalid("the invoke tail is shorter than its declared layout");
+    let (input, rest) = tail
+        .split_at_checked(request.input_len as usize)
+        .ok_or_else(bad_tail)?;
+    let Some(layout) = &request.page else {
+        return Ok(TailParts {
+            input,
+            page: None,
+            ends: Vec::new(),
+        });
+    };
+    let (meta, rest) = rest
+        .split_at_checked(layout.meta_len as usize)
+        .ok_or_else(bad_tail)?;
+    let (table, blob) = rest
+        .split_at_checked(layout.record_count as usize * 4)
+        .ok_or_else(bad_tail)?;
+    if blob.len() != layout.blob_len as usize {
+        return Err(bad_tail());
+    }
+    let ends = decode_ends(table, blob.len())
+        .ok_or_else(|| invalid("the page's record offset table is malformed"))?;
+    Ok(TailParts {
+        input,
+        page: Some((meta, blob)),
+        ends,
+    })
 }
 
 type Called = Result<(Vec<u8>, ConsoleLog, u64), (Failure, ConsoleLog)>;
@@ -328,7 +382,7 @@ fn cached_bundle(
     cache: &mut HashMap<String, Arc<ModuleBundle>>,
     digest: &str,
     sent: Option<ModuleBundle>,
-    limits: &crate::limits::Limits,
+    limits: &Limits,
 ) -> Result<Option<Arc<ModuleBundle>>, Failure> {
     if let Some(b) = cache.get(digest) {
         return Ok(Some(b.clone()));
@@ -337,10 +391,9 @@ fn cached_bundle(
         return Ok(None);
     };
     if bundle.digest() != digest {
-        return Err(Failure::new(
-            FailureCode::InvalidRequest,
-            format!("the bundle sent does not match its digest {digest}"),
-        ));
+        return Err(invalid(format!(
+            "the bundle sent does not match its digest {digest}"
+        )));
     }
     if bundle.source_bytes() > limits.source_bytes {
         return Err(Failure::limit(

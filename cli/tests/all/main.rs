@@ -3,6 +3,7 @@
 
 mod bench;
 mod cli_tool;
+mod docs;
 mod harness;
 mod javascript;
 mod pages;

@@ -439,10 +439,16 @@ fn javascript_validation_errors() {
     let cases: &[(&str, &str)] = &[
         ("    export: run\n", "`module` is missing"),
         ("    module: ''\n", "`module` is empty"),
-        ("    module: /abs/a.mjs\n", "absolute paths are not importable"),
+        (
+            "    module: /abs/a.mjs\n",
+            "absolute paths are not importable",
+        ),
         ("    module: 'src\\a.mjs'\n", "backslashes"),
-            ("    module: ../up.mjs\n", "leaves the skill directory"),
-        ("    module: 'https://x/a.mjs'\n", "URL and `node:` specifiers"),
+        ("    module: ../up.mjs\n", "leaves the skill directory"),
+        (
+            "    module: 'https://x/a.mjs'\n",
+            "URL and `node:` specifiers",
+        ),
         ("    module: a.ts\n", "only `.mjs` and `.js` files"),
         (
             "    module: a.js\n    export: 'not-ok'\n",

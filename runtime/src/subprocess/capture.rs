@@ -111,7 +111,7 @@ pub(super) fn finish_capture(state: &Mutex<StreamState>, limit: usize) -> Captur
 /// continuation of a well-formed multi-byte UTF-8 character that starts before
 /// `limit`, the cut moves back to the start of that character; otherwise (short
 /// input, cut on a boundary, or bytes that are not UTF-8 there) it is `limit`.
-fn utf8_safe_cut(buf: &[u8], limit: usize) -> usize {
+pub(super) fn utf8_safe_cut(buf: &[u8], limit: usize) -> usize {
     if buf.len() <= limit {
         return buf.len();
     }

@@ -107,3 +107,6 @@ impl SubprocessError {
         }
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -58,23 +58,8 @@ impl InputFiles {
 pub fn stage_inputs(
     inputs: &serde_json::Map<String, serde_json::Value>,
 ) -> Result<(InputFiles, Vec<(String, String)>), SubprocessError> {
-    // Validate every name before touching the filesystem.
-    let mut by_name: BTreeMap<String, &str> = BTreeMap::new();
-    let mut entries: Vec<(String, &serde_json::Value)> = Vec::with_capacity(inputs.len());
-    for (key, value) in inputs {
-        let name = normalize_input_name(key)
-            .ok_or_else(|| SubprocessError::InvalidInputName { key: key.clone() })?;
-        if let Some(first) = by_name.get(&name) {
-            return Err(SubprocessError::InputNameCollision {
-                first: (*first).to_string(),
-                second: key.clone(),
-                name,
-            });
-        }
-        by_name.insert(name.clone(), key.as_str());
-        entries.push((name, value));
-    }
-
+    // Every name is checked before anything touches the filesystem.
+    let entries = normalized_names(inputs)?;
     let dir = tempfile::Builder::new()
         .prefix("runx-inputs-")
         .tempdir()
@@ -139,6 +124,29 @@ pub fn stage_inputs(
     }
 
     Ok((InputFiles { dir }, env))
+}
+
+/// Each input with its normalised name; two keys with the same name, or a key with none, are
+/// refused.
+fn normalized_names(
+    inputs: &serde_json::Map<String, serde_json::Value>,
+) -> Result<Vec<(String, &serde_json::Value)>, SubprocessError> {
+    let mut by_name: BTreeMap<String, &str> = BTreeMap::new();
+    let mut entries = Vec::with_capacity(inputs.len());
+    for (key, value) in inputs {
+        let name = normalize_input_name(key)
+            .ok_or_else(|| SubprocessError::InvalidInputName { key: key.clone() })?;
+        if let Some(first) = by_name.get(&name) {
+            return Err(SubprocessError::InputNameCollision {
+                first: (*first).to_string(),
+                second: key.clone(),
+                name,
+            });
+        }
+        by_name.insert(name.clone(), key.as_str());
+        entries.push((name, value));
+    }
+    Ok(entries)
 }
 
 fn write_private_file(path: &Path, bytes: &[u8]) -> Result<(), SubprocessError> {

@@ -22,7 +22,7 @@ use crate::cancel::CancelToken;
 /// How long the output readers may take to reach end-of-file once the process
 /// group has been killed and the leader reaped. Only a process that escaped the
 /// group (e.g. via `setsid`) while holding a pipe open can exceed this.
-const DRAIN_DEADLINE: Duration = Duration::from_secs(2);
+pub(super) const DRAIN_DEADLINE: Duration = Duration::from_secs(2);
 
 /// Longest sleep between two checks of the leader / deadline / cancel token.
 const MAX_POLL: Duration = Duration::from_millis(20);
