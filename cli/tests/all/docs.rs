@@ -10,7 +10,9 @@ fn readme() -> String {
 
 /// The rows of the table that follows `heading`.
 fn table_after(text: &str, heading: &str) -> Vec<String> {
-    let start = text.find(heading).unwrap_or_else(|| panic!("no `{heading}`"));
+    let start = text
+        .find(heading)
+        .unwrap_or_else(|| panic!("no `{heading}`"));
     text[start..]
         .lines()
         .skip_while(|l| !l.starts_with('|'))
@@ -29,7 +31,8 @@ fn every_failure_kind_has_a_row_with_its_exit_code() {
             .find(|r| r.starts_with(&format!("| `{}` |", kind.name())))
             .unwrap_or_else(|| panic!("README has no row for `{kind}`"));
         assert!(
-            row.trim_end().ends_with(&format!("| {} |", kind.exit_code())),
+            row.trim_end()
+                .ends_with(&format!("| {} |", kind.exit_code())),
             "exit code of `{kind}`: {row}"
         );
     }
@@ -50,7 +53,8 @@ fn every_path_in_the_code_map_exists() {
             } else {
                 // A bare file name after a path names a sibling of the row's first path.
                 let dir = first.split('`').nth(1).unwrap_or_default();
-                root.join(Path::new(dir).parent().unwrap_or(Path::new(""))).join(path)
+                root.join(Path::new(dir).parent().unwrap_or(Path::new("")))
+                    .join(path)
             };
             assert!(full.exists(), "{path} (row {row}) does not exist");
         }

@@ -1,4 +1,3 @@
-
 use super::capture::utf8_safe_cut;
 use super::*;
 use crate::cancel::CancelToken;
