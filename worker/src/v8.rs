@@ -9,7 +9,7 @@
 //! nothing a module does can survive into the next call.
 
 use crate::bundle::ModuleBundle;
-use crate::engine::{ConsoleLog, Engine, EngineCall, EngineOutput, PageInput};
+use crate::engine::{ConsoleLog, Engine, EngineCall, EngineOutput, MemoryCap, PageInput};
 use crate::failure::{Failure, FailureCode};
 use crate::limits::{Limit, Limits};
 use crate::quickjs::ALLOWED_GLOBALS;
@@ -44,6 +44,13 @@ const URL_BASE: &str = "runx:///";
 /// as a multiple of the configured limit, in total.
 const HEAP_HEADROOM_FACTOR: usize = 4;
 
+/// The worker's cap on private writable memory. V8 reserves gigabytes of address space it never
+/// touches (the Oilpan cage alone is several GiB), so an address-space cap kills it at start;
+/// reservations without access do not count against `RLIMIT_DATA`, committed pages do. The
+/// isolate's heap limit (64 MiB, with room to unwind) is what a call runs into; this only bounds
+/// what lives outside the JavaScript heap (ArrayBuffer contents, frames, thread stacks, code).
+const DATA_BYTES: u64 = 1024 * 1024 * 1024;
+
 /// The V8 engine.
 #[derive(Debug, Default)]
 pub struct V8 {
@@ -61,6 +68,10 @@ impl V8 {
 impl Engine for V8 {
     fn name(&self) -> &'static str {
         "v8"
+    }
+
+    fn memory_cap(&self) -> MemoryCap {
+        MemoryCap::Data(DATA_BYTES)
     }
 
     fn call(&mut self, call: &EngineCall<'_>) -> Result<EngineOutput, (Failure, ConsoleLog)> {
