@@ -93,6 +93,7 @@ pub fn worker_main_with(engine: &str) -> i32 {
     // an engine starts no thread and touches no environment.
     match engine_by_name(engine).and_then(|mut engine| {
         sandbox(engine.memory_cap())?;
+        crate::fatal::answer_on_stdout();
         serve(engine.as_mut(), io::stdin().lock(), io::stdout().lock())
     }) {
         Ok(()) => 0,
@@ -278,6 +279,7 @@ pub fn serve(
                         environment: &environment,
                         limits,
                     };
+                    let _running = crate::fatal::running(id, limits);
                     Ok(call_engine(engine, &call))
                 })();
                 match reply {

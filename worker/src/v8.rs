@@ -40,16 +40,13 @@ const SINK: &str =
 /// Bundle paths become URLs under this base so that V8 and deno_core have absolute names.
 const URL_BASE: &str = "runx:///";
 
-/// How much room the near-heap-limit callback grants V8 to unwind after terminating the call,
-/// as a multiple of the configured limit, in total.
-const HEAP_HEADROOM_FACTOR: usize = 4;
-
-/// The worker's cap on private writable memory. V8 reserves gigabytes of address space it never
-/// touches (the Oilpan cage alone is several GiB), so an address-space cap kills it at start;
-/// reservations without access do not count against `RLIMIT_DATA`, committed pages do. The
-/// isolate's heap limit (64 MiB, with room to unwind) is what a call runs into; this only bounds
-/// what lives outside the JavaScript heap (ArrayBuffer contents, frames, thread stacks, code).
-const DATA_BYTES: u64 = 1024 * 1024 * 1024;
+/// The worker's cap on private writable memory. V8 reserves tens of GiB of address space it
+/// never touches (the Oilpan cage alone is several GiB), so an address-space cap kills it at
+/// start; reservations without access do not count against `RLIMIT_DATA`, committed pages do.
+/// The isolate's heap limit and the ArrayBuffer budget (64 MiB each by default) are what a call
+/// runs into; this bounds the rest (resizable ArrayBuffers, frames, thread stacks, code). A
+/// worker holding a 60 MiB buffer and 40 MiB of objects measured 175 MiB here.
+const DATA_BYTES: u64 = 512 * 1024 * 1024;
 
 /// The V8 engine.
 #[derive(Debug, Default)]
@@ -391,13 +388,20 @@ impl Session {
         let handle = js.v8_isolate().thread_safe_handle();
         let heap_flags = flags.clone();
         let heap_handle = handle.clone();
-        let ceiling = limits.heap_bytes.saturating_mul(HEAP_HEADROOM_FACTOR);
+        let headroom = limits.heap_bytes / 8;
         js.add_near_heap_limit_callback(move |current, _initial| {
-            heap_flags.heap.store(true, Ordering::SeqCst);
+            if heap_flags.heap.swap(true, Ordering::SeqCst) {
+                // Terminated at the first approach and still growing: the call is inside a
+                // builtin that never checks for termination. V8 cannot fail an allocation
+                // softly, so it ends the process; `out_of_memory` answers the call first.
+                return current;
+            }
             heap_handle.terminate_execution();
-            // Room to unwind the terminated call instead of a fatal out-of-memory abort.
-            current.saturating_mul(2).min(ceiling).max(current)
+            // Room to unwind the terminated call, which takes little; kept small so that a
+            // builtin ignoring the termination reaches the second approach soon.
+            current.saturating_add(headroom)
         });
+        js.v8_isolate().set_oom_error_handler(out_of_memory);
 
         let (stop, stopped) = mpsc::channel::<()>();
         let wall = limits.wall();
@@ -635,6 +639,21 @@ impl Session {
             ));
         }
         Ok(text.into_bytes())
+    }
+}
+
+/// What V8 calls when it cannot allocate (its heap exhausted inside a builtin that ignores
+/// termination, or the worker's data cap reached); V8 ends the process when this returns.
+extern "C" fn out_of_memory(_location: *const std::ffi::c_char, details: &v8::OomDetails) {
+    let what = if details.is_heap_oom {
+        "JavaScript heap"
+    } else {
+        "process memory"
+    };
+    eprintln!("runx worker: V8 is out of {what}; the process ends");
+    if crate::fatal::answer(Limit::HeapBytes) {
+        // The host has its answer; V8's own crash report would only add noise.
+        std::process::abort();
     }
 }
 
