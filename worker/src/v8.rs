@@ -29,6 +29,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, RecvTimeoutError};
 use std::thread::JoinHandle;
 
+mod buffers;
+
 const PRELUDE: &str = include_str!("prelude.js");
 
 /// Runs before the prelude, while `Deno.core` still exists: unhandled rejections are ignored
@@ -376,7 +378,11 @@ impl Session {
         let mut js = JsRuntime::try_new(RuntimeOptions {
             module_loader: Some(Rc::new(BundleLoader(shared.clone()))),
             extensions: vec![runx_console::init()],
-            create_params: Some(v8::CreateParams::default().heap_limits(0, limits.heap_bytes)),
+            create_params: Some(
+                v8::CreateParams::default()
+                    .heap_limits(0, limits.heap_bytes)
+                    .array_buffer_allocator(buffers::allocator(limits.heap_bytes)),
+            ),
             ..Default::default()
         })
         .map_err(|e| Failure::new(FailureCode::Internal, format!("cannot start V8: {e}")))?;
