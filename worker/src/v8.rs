@@ -16,7 +16,7 @@ use crate::quickjs::ALLOWED_GLOBALS;
 use crate::specifier;
 use deno_core::error::{CoreError, CoreErrorKind, JsError};
 use deno_core::{
-    JsRuntime, ModuleId, ModuleLoadOptions, ModuleLoadReferrer, ModuleLoadResponse, ModuleLoader,
+    JsRuntime, ModuleLoadOptions, ModuleLoadReferrer, ModuleLoadResponse, ModuleLoader,
     ModuleSource, ModuleSourceCode, ModuleSpecifier, ModuleType, OpState, PollEventLoopOptions,
     ResolutionKind, RuntimeOptions, v8,
 };
@@ -353,8 +353,8 @@ async fn run_call(
 ) -> Result<Vec<u8>, Failure> {
     let mut session = Session::start(call, log, flags)?;
     let prepared = session.prepare(call)?;
-    let module = session.evaluate().await?;
-    let returned = session.invoke(call, &prepared, module)?;
+    let namespace = session.evaluate().await?;
+    let returned = session.invoke(call, &prepared, namespace)?;
     let value = session.settle(returned).await?;
     let output = session.finish(&prepared, value)?;
     if let Some(spec) = session.shared.rejected.borrow().clone() {
@@ -498,8 +498,9 @@ impl Session {
         })
     }
 
-    /// Loads the module graph through the bundle loader and evaluates it.
-    async fn evaluate(&mut self) -> Result<ModuleId, Failure> {
+    /// Loads the module graph through the bundle loader, evaluates it and returns the entry
+    /// module's namespace.
+    async fn evaluate(&mut self) -> Result<v8::Global<v8::Object>, Failure> {
         let bundle = &self.shared.bundle;
         let entry = bundle.entry.clone();
         if !bundle.modules.contains_key(&entry) {
@@ -517,18 +518,18 @@ impl Session {
             self.classifier
                 .core(FailureCode::ModuleRejected, &e, "loading")
         })?;
+        let what = "the module's top-level code";
         let evaluated = self.js.mod_evaluate(id);
         self.js
             .with_event_loop_promise(Box::pin(evaluated), PollEventLoopOptions::default())
             .await
-            .map_err(|e| {
-                self.classifier.core(
-                    FailureCode::ExecutionFailed,
-                    &e,
-                    "the module's top-level code",
-                )
-            })?;
-        Ok(id)
+            .map_err(|e| self.classifier.core(FailureCode::ExecutionFailed, &e, what))?;
+        // deno_core settles the evaluation as done even when the top-level code threw (it
+        // reports the throw as an unhandled rejection, which the sink ignores); the namespace
+        // of an errored module is that exception.
+        self.js
+            .get_module_namespace(id)
+            .map_err(|e| self.classifier.core(FailureCode::ExecutionFailed, &e, what))
     }
 
     /// Looks the export up and calls it with `(inputs, context)` and `this` undefined.
@@ -536,13 +537,9 @@ impl Session {
         &mut self,
         call: &EngineCall<'_>,
         p: &Prepared,
-        module: ModuleId,
+        namespace: v8::Global<v8::Object>,
     ) -> Result<v8::Global<v8::Value>, Failure> {
         let classifier = &self.classifier;
-        let namespace = self
-            .js
-            .get_module_namespace(module)
-            .map_err(|e| classifier.core(FailureCode::ModuleRejected, &e, "the module"))?;
         let entry = self.shared.bundle.entry.clone();
         js_scope!(self.js, scope);
         let namespace = v8::Local::new(scope, namespace);
