@@ -280,14 +280,15 @@ impl Classifier {
 }
 
 /// `Name: message` plus the stack, like the QuickJS engine's exception text.
+/// Stack frames name bundle paths (`main.mjs:1:7`), not the URLs V8 knows them by.
 fn js_text(e: &JsError) -> String {
     if let Some(stack) = e.stack.as_deref().filter(|s| !s.trim().is_empty()) {
-        return stack.trim_end().to_string();
+        return stack.trim_end().replace(URL_BASE, "");
     }
     let m = e.exception_message.as_str();
     let m = m.strip_prefix("Uncaught ").unwrap_or(m);
     let m = m.strip_prefix("(in promise) ").unwrap_or(m);
-    m.to_string()
+    m.replace(URL_BASE, "")
 }
 
 /// The text of the exception caught by `tc`, or empty when execution was terminated.
