@@ -42,6 +42,9 @@ const SINK: &str =
 /// Bundle paths become URLs under this base so that V8 and deno_core have absolute names.
 const URL_BASE: &str = "runx:///";
 
+/// V8's message for module evaluation waiting on a top-level `await` that nothing can settle.
+const TLA_STALLED: &str = "Top-level await promise never resolved";
+
 /// The worker's cap on private writable memory. V8 reserves tens of GiB of address space it
 /// never touches (the Oilpan cage alone is several GiB), so an address-space cap kills it at
 /// start; reservations without access do not count against `RLIMIT_DATA`, committed pages do.
@@ -266,13 +269,18 @@ impl Classifier {
 
     /// The failure for an error from deno_core; `what` names a promise that may never settle.
     fn core(&self, code: FailureCode, e: &CoreError, what: &str) -> Failure {
-        match &*e.0 {
-            CoreErrorKind::PendingPromiseResolution => self.classify(
+        let never_settled = || {
+            self.classify(
                 FailureCode::ExecutionFailed,
                 &format!(
                     "{what} never settled: nothing is left that could resolve it (the worker has no timers, network or host I/O)"
                 ),
-            ),
+            )
+        };
+        match &*e.0 {
+            CoreErrorKind::PendingPromiseResolution => never_settled(),
+            // V8's own report of a stalled top-level `await`.
+            CoreErrorKind::Js(js) if js.exception_message.contains(TLA_STALLED) => never_settled(),
             CoreErrorKind::Js(js) => self.classify(code, &js_text(js)),
             _ => self.classify(code, &e.to_string()),
         }
@@ -409,6 +417,8 @@ impl Session {
             current.saturating_add(headroom)
         });
         js.v8_isolate().set_oom_error_handler(out_of_memory);
+        js.v8_isolate()
+            .set_host_initialize_import_meta_object_callback(empty_import_meta);
 
         let (stop, stopped) = mpsc::channel::<()>();
         let wall = limits.wall();
@@ -659,6 +669,15 @@ extern "C" fn out_of_memory(_location: *const std::ffi::c_char, details: &v8::Oo
         // The host has its answer; V8's own crash report would only add noise.
         std::process::abort();
     }
+}
+
+/// Leaves `import.meta` an empty object, as QuickJS does. deno_core's would give modules their
+/// `runx:///` URL, a `main` flag and a `resolve` function that reaches the module loader.
+extern "C" fn empty_import_meta(
+    _context: v8::Local<v8::Context>,
+    _module: v8::Local<v8::Module>,
+    _meta: v8::Local<v8::Object>,
+) {
 }
 
 /// A function-valued property of a helper object.
