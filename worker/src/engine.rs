@@ -99,10 +99,25 @@ pub struct EngineOutput {
     pub log: ConsoleLog,
 }
 
+/// The operating-system memory limit a worker process sets for its engine: a backstop behind
+/// the engine's own heap limit, which is what a call normally runs into.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MemoryCap {
+    /// `RLIMIT_AS`, bytes of mapped address space: fits an engine that maps only what it uses.
+    AddressSpace(u64),
+    /// `RLIMIT_DATA`, bytes of private writable memory (the malloc heap and anonymous
+    /// mappings). Address ranges reserved without access do not count, so it fits an engine
+    /// that reserves large ranges up front and commits them piecemeal.
+    Data(u64),
+}
+
 /// A JavaScript engine that can run an export of a bundle in a fresh context.
 pub trait Engine {
     /// The engine's short name (`quickjs`, `v8`).
     fn name(&self) -> &'static str;
+
+    /// The OS memory limit a worker process running this engine puts on itself.
+    fn memory_cap(&self) -> MemoryCap;
 
     /// Runs one call in a fresh context. Failures carry whether the engine stays usable.
     fn call(&mut self, call: &EngineCall<'_>) -> Result<EngineOutput, (Failure, ConsoleLog)>;

@@ -10,7 +10,8 @@
 //! - [`frame`] and [`protocol`]: length-prefixed frames between host and worker.
 //! - [`serve`]: the worker process loop (`runx __worker`, or the `runx-worker` binary).
 //! - [`pool`] and [`process`]: supervised worker processes on the host side.
-//! - [`limits`] and [`failure`]: limits as data, typed failures.
+//! - [`limits`] and [`failure`]: limits as data, typed failures; [`fatal`]: the answer a worker
+//!   still gives when its engine must end the process.
 //!
 //! Calling an export in-process (no pool, no sandbox process; tests and benchmarks do this):
 //!
@@ -42,6 +43,7 @@
 pub mod bundle;
 pub mod engine;
 pub mod failure;
+pub mod fatal;
 pub mod frame;
 pub mod limits;
 pub mod pool;

@@ -5,7 +5,7 @@
 //! it. It costs a few tens of microseconds next to the context itself.
 
 use crate::bundle::{ModuleBundle, exception_text};
-use crate::engine::{ConsoleLog, Engine, EngineCall, EngineOutput, PageInput};
+use crate::engine::{ConsoleLog, Engine, EngineCall, EngineOutput, MemoryCap, PageInput};
 use crate::failure::{Failure, FailureCode};
 use crate::limits::{Limit, Limits};
 use crate::specifier;
@@ -106,6 +106,10 @@ type Intrinsics = (
     intrinsic::Promise,
 );
 
+/// The worker's address-space cap: the 64 MiB heap, 16 MiB frames and their copies fit easily.
+/// QuickJS maps only what it allocates, so the whole address space can be capped.
+const ADDRESS_SPACE_BYTES: u64 = 2 * 1024 * 1024 * 1024;
+
 /// The name the prelude module is registered under; `:` makes it unimportable by user code.
 const PRELUDE_MODULE: &str = "runx:prelude";
 
@@ -152,6 +156,10 @@ impl QuickJs {
 impl Engine for QuickJs {
     fn name(&self) -> &'static str {
         "quickjs"
+    }
+
+    fn memory_cap(&self) -> MemoryCap {
+        MemoryCap::AddressSpace(ADDRESS_SPACE_BYTES)
     }
 
     fn call(&mut self, call: &EngineCall<'_>) -> Result<EngineOutput, (Failure, ConsoleLog)> {

@@ -4,7 +4,7 @@
 //! and nothing else; console output travels inside results.
 
 use crate::bundle::ModuleBundle;
-use crate::engine::{ConsoleLog, Engine, EngineCall, PageInput};
+use crate::engine::{ConsoleLog, Engine, EngineCall, MemoryCap, PageInput};
 use crate::failure::{Failure, FailureCode};
 use crate::frame::{FrameError, read_frame, split_payload, write_frame};
 use crate::limits::Limits;
@@ -17,8 +17,6 @@ use std::sync::Arc;
 const BUNDLE_CACHE_ENTRIES: usize = 16;
 /// Open files the worker may hold: stdio and a little slack for the runtime.
 const MAX_OPEN_FILES: u64 = 16;
-/// Address space cap: the 64 MiB heap, 16 MiB frames and their copies fit easily.
-const ADDRESS_SPACE_BYTES: u64 = 2 * 1024 * 1024 * 1024;
 
 /// Why the worker stopped serving.
 #[derive(Debug, thiserror::Error)]
@@ -95,7 +93,8 @@ pub fn worker_main_with(engine: &str) -> i32 {
     // The engine is chosen before the sandbox so that a refusal can still be reported; making
     // an engine starts no thread and touches no environment.
     match engine_by_name(engine).and_then(|mut engine| {
-        sandbox()?;
+        sandbox(engine.memory_cap())?;
+        crate::fatal::answer_on_stdout();
         serve(engine.as_mut(), io::stdin().lock(), io::stdout().lock())
     }) {
         Ok(()) => 0,
@@ -106,9 +105,10 @@ pub fn worker_main_with(engine: &str) -> i32 {
     }
 }
 
-/// Refuses a non-empty environment, pins the time zone and applies rlimits.
+/// Refuses a non-empty environment, pins the time zone and applies rlimits; `memory` is the
+/// engine's own choice of memory cap ([`Engine::memory_cap`]).
 #[allow(unsafe_code)]
-fn sandbox() -> Result<(), ServeError> {
+fn sandbox(memory: MemoryCap) -> Result<(), ServeError> {
     if let Some((k, _)) = std::env::vars_os().next() {
         return Err(ServeError::Environment(k.to_string_lossy().into_owned()));
     }
@@ -117,11 +117,15 @@ fn sandbox() -> Result<(), ServeError> {
     // methods identical on every host.
     unsafe { std::env::set_var("TZ", "UTC") };
     use nix::sys::resource::{Resource, setrlimit};
+    let memory = match memory {
+        MemoryCap::AddressSpace(bytes) => (Resource::RLIMIT_AS, bytes, "RLIMIT_AS"),
+        MemoryCap::Data(bytes) => (Resource::RLIMIT_DATA, bytes, "RLIMIT_DATA"),
+    };
     let limits = [
         (Resource::RLIMIT_CORE, 0, "RLIMIT_CORE"),
         (Resource::RLIMIT_FSIZE, 0, "RLIMIT_FSIZE"),
         (Resource::RLIMIT_NOFILE, MAX_OPEN_FILES, "RLIMIT_NOFILE"),
-        (Resource::RLIMIT_AS, ADDRESS_SPACE_BYTES, "RLIMIT_AS"),
+        memory,
     ];
     for (resource, value, name) in limits {
         setrlimit(resource, value, value).map_err(|e| ServeError::Rlimit(name, e))?;
@@ -308,6 +312,9 @@ fn invoke(
         environment: &request.environment,
         limits: request.limits,
     };
+    // If the engine must end the process (a heap exhausted inside a builtin), the answer to
+    // this call is still written: see `fatal`.
+    let _running = crate::fatal::running(id, request.limits);
     match call_engine(engine, &call) {
         Ok((bytes, log, engine_us)) => Next::Answer(id, Message::Result { log, engine_us }, bytes),
         Err((failure, log)) => Next::answer(id, Message::Failure { failure, log }),

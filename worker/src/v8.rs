@@ -3,20 +3,29 @@
 //! It keeps the sandbox of the QuickJS engine with V8's own mechanisms: a bare `JsRuntime`
 //! whose only extension is the console op, the same prelude (which deletes `Deno` and every
 //! other global outside [`ALLOWED_GLOBALS`]), a module loader that serves the in-memory bundle
-//! through [`specifier::resolve`] and refuses dynamic `import()`, V8 heap limits with a
-//! near-heap-limit callback that terminates the call, and a watchdog thread that terminates it
-//! at the wall deadline. A fresh `JsRuntime` (isolate and context) is made for every call, so
-//! nothing a module does can survive into the next call.
+//! through [`specifier::resolve`] and refuses dynamic `import()`, an empty `import.meta`, and a
+//! watchdog thread that terminates the call at the wall deadline. A fresh `JsRuntime` (isolate
+//! and context) is made for every call, so nothing a module does can survive into the next
+//! call; it costs about 13 ms, most of it deno_core building its own JavaScript without a
+//! startup snapshot.
+//!
+//! Memory is bounded by V8 itself, not by the address space (V8 reserves tens of GiB up front):
+//! the isolate's heap limit is `heap_bytes`, and a near-heap-limit callback terminates the call
+//! and grants a little room to unwind; ArrayBuffer contents draw on a budget of another
+//! `heap_bytes` (module `buffers`); the worker process caps its private writable memory
+//! ([`MemoryCap::Data`]). V8 cannot fail an allocation softly: when a builtin that never checks
+//! for termination keeps allocating, V8 ends the process, and its out-of-memory handler first
+//! answers the call as `heap_bytes` through [`crate::fatal`].
 
 use crate::bundle::ModuleBundle;
-use crate::engine::{ConsoleLog, Engine, EngineCall, EngineOutput, PageInput};
+use crate::engine::{ConsoleLog, Engine, EngineCall, EngineOutput, MemoryCap, PageInput};
 use crate::failure::{Failure, FailureCode};
 use crate::limits::{Limit, Limits};
 use crate::quickjs::ALLOWED_GLOBALS;
 use crate::specifier;
 use deno_core::error::{CoreError, CoreErrorKind, JsError};
 use deno_core::{
-    JsRuntime, ModuleId, ModuleLoadOptions, ModuleLoadReferrer, ModuleLoadResponse, ModuleLoader,
+    JsRuntime, ModuleLoadOptions, ModuleLoadReferrer, ModuleLoadResponse, ModuleLoader,
     ModuleSource, ModuleSourceCode, ModuleSpecifier, ModuleType, OpState, PollEventLoopOptions,
     ResolutionKind, RuntimeOptions, v8,
 };
@@ -29,6 +38,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, RecvTimeoutError};
 use std::thread::JoinHandle;
 
+mod buffers;
+
 const PRELUDE: &str = include_str!("prelude.js");
 
 /// Runs before the prelude, while `Deno.core` still exists: unhandled rejections are ignored
@@ -40,9 +51,16 @@ const SINK: &str =
 /// Bundle paths become URLs under this base so that V8 and deno_core have absolute names.
 const URL_BASE: &str = "runx:///";
 
-/// How much room the near-heap-limit callback grants V8 to unwind after terminating the call,
-/// as a multiple of the configured limit, in total.
-const HEAP_HEADROOM_FACTOR: usize = 4;
+/// V8's message for module evaluation waiting on a top-level `await` that nothing can settle.
+const TLA_STALLED: &str = "Top-level await promise never resolved";
+
+/// The worker's cap on private writable memory. V8 reserves tens of GiB of address space it
+/// never touches (the Oilpan cage alone is several GiB), so an address-space cap kills it at
+/// start; reservations without access do not count against `RLIMIT_DATA`, committed pages do.
+/// The isolate's heap limit and the ArrayBuffer budget (64 MiB each by default) are what a call
+/// runs into; this bounds the rest (resizable ArrayBuffers, frames, thread stacks, code). A
+/// worker holding a 60 MiB buffer and 40 MiB of objects measured 175 MiB here.
+const DATA_BYTES: u64 = 512 * 1024 * 1024;
 
 /// The V8 engine.
 #[derive(Debug, Default)]
@@ -61,6 +79,10 @@ impl V8 {
 impl Engine for V8 {
     fn name(&self) -> &'static str {
         "v8"
+    }
+
+    fn memory_cap(&self) -> MemoryCap {
+        MemoryCap::Data(DATA_BYTES)
     }
 
     fn call(&mut self, call: &EngineCall<'_>) -> Result<EngineOutput, (Failure, ConsoleLog)> {
@@ -256,13 +278,18 @@ impl Classifier {
 
     /// The failure for an error from deno_core; `what` names a promise that may never settle.
     fn core(&self, code: FailureCode, e: &CoreError, what: &str) -> Failure {
-        match &*e.0 {
-            CoreErrorKind::PendingPromiseResolution => self.classify(
+        let never_settled = || {
+            self.classify(
                 FailureCode::ExecutionFailed,
                 &format!(
                     "{what} never settled: nothing is left that could resolve it (the worker has no timers, network or host I/O)"
                 ),
-            ),
+            )
+        };
+        match &*e.0 {
+            CoreErrorKind::PendingPromiseResolution => never_settled(),
+            // V8's own report of a stalled top-level `await`.
+            CoreErrorKind::Js(js) if js.exception_message.contains(TLA_STALLED) => never_settled(),
             CoreErrorKind::Js(js) => self.classify(code, &js_text(js)),
             _ => self.classify(code, &e.to_string()),
         }
@@ -270,14 +297,15 @@ impl Classifier {
 }
 
 /// `Name: message` plus the stack, like the QuickJS engine's exception text.
+/// Stack frames name bundle paths (`main.mjs:1:7`), not the URLs V8 knows them by.
 fn js_text(e: &JsError) -> String {
     if let Some(stack) = e.stack.as_deref().filter(|s| !s.trim().is_empty()) {
-        return stack.trim_end().to_string();
+        return stack.trim_end().replace(URL_BASE, "");
     }
     let m = e.exception_message.as_str();
     let m = m.strip_prefix("Uncaught ").unwrap_or(m);
     let m = m.strip_prefix("(in promise) ").unwrap_or(m);
-    m.to_string()
+    m.replace(URL_BASE, "")
 }
 
 /// The text of the exception caught by `tc`, or empty when execution was terminated.
@@ -343,8 +371,8 @@ async fn run_call(
 ) -> Result<Vec<u8>, Failure> {
     let mut session = Session::start(call, log, flags)?;
     let prepared = session.prepare(call)?;
-    let module = session.evaluate().await?;
-    let returned = session.invoke(call, &prepared, module)?;
+    let namespace = session.evaluate().await?;
+    let returned = session.invoke(call, &prepared, namespace)?;
     let value = session.settle(returned).await?;
     let output = session.finish(&prepared, value)?;
     if let Some(spec) = session.shared.rejected.borrow().clone() {
@@ -368,7 +396,11 @@ impl Session {
         let mut js = JsRuntime::try_new(RuntimeOptions {
             module_loader: Some(Rc::new(BundleLoader(shared.clone()))),
             extensions: vec![runx_console::init()],
-            create_params: Some(v8::CreateParams::default().heap_limits(0, limits.heap_bytes)),
+            create_params: Some(
+                v8::CreateParams::default()
+                    .heap_limits(0, limits.heap_bytes)
+                    .array_buffer_allocator(buffers::allocator(limits.heap_bytes)),
+            ),
             ..Default::default()
         })
         .map_err(|e| Failure::new(FailureCode::Internal, format!("cannot start V8: {e}")))?;
@@ -380,13 +412,22 @@ impl Session {
         let handle = js.v8_isolate().thread_safe_handle();
         let heap_flags = flags.clone();
         let heap_handle = handle.clone();
-        let ceiling = limits.heap_bytes.saturating_mul(HEAP_HEADROOM_FACTOR);
+        let headroom = limits.heap_bytes / 8;
         js.add_near_heap_limit_callback(move |current, _initial| {
-            heap_flags.heap.store(true, Ordering::SeqCst);
+            if heap_flags.heap.swap(true, Ordering::SeqCst) {
+                // Terminated at the first approach and still growing: the call is inside a
+                // builtin that never checks for termination. V8 cannot fail an allocation
+                // softly, so it ends the process; `out_of_memory` answers the call first.
+                return current;
+            }
             heap_handle.terminate_execution();
-            // Room to unwind the terminated call instead of a fatal out-of-memory abort.
-            current.saturating_mul(2).min(ceiling).max(current)
+            // Room to unwind the terminated call, which takes little; kept small so that a
+            // builtin ignoring the termination reaches the second approach soon.
+            current.saturating_add(headroom)
         });
+        js.v8_isolate().set_oom_error_handler(out_of_memory);
+        js.v8_isolate()
+            .set_host_initialize_import_meta_object_callback(empty_import_meta);
 
         let (stop, stopped) = mpsc::channel::<()>();
         let wall = limits.wall();
@@ -477,8 +518,9 @@ impl Session {
         })
     }
 
-    /// Loads the module graph through the bundle loader and evaluates it.
-    async fn evaluate(&mut self) -> Result<ModuleId, Failure> {
+    /// Loads the module graph through the bundle loader, evaluates it and returns the entry
+    /// module's namespace.
+    async fn evaluate(&mut self) -> Result<v8::Global<v8::Object>, Failure> {
         let bundle = &self.shared.bundle;
         let entry = bundle.entry.clone();
         if !bundle.modules.contains_key(&entry) {
@@ -496,18 +538,18 @@ impl Session {
             self.classifier
                 .core(FailureCode::ModuleRejected, &e, "loading")
         })?;
+        let what = "the module's top-level code";
         let evaluated = self.js.mod_evaluate(id);
         self.js
             .with_event_loop_promise(Box::pin(evaluated), PollEventLoopOptions::default())
             .await
-            .map_err(|e| {
-                self.classifier.core(
-                    FailureCode::ExecutionFailed,
-                    &e,
-                    "the module's top-level code",
-                )
-            })?;
-        Ok(id)
+            .map_err(|e| self.classifier.core(FailureCode::ExecutionFailed, &e, what))?;
+        // deno_core settles the evaluation as done even when the top-level code threw (it
+        // reports the throw as an unhandled rejection, which the sink ignores); the namespace
+        // of an errored module is that exception.
+        self.js
+            .get_module_namespace(id)
+            .map_err(|e| self.classifier.core(FailureCode::ExecutionFailed, &e, what))
     }
 
     /// Looks the export up and calls it with `(inputs, context)` and `this` undefined.
@@ -515,13 +557,9 @@ impl Session {
         &mut self,
         call: &EngineCall<'_>,
         p: &Prepared,
-        module: ModuleId,
+        namespace: v8::Global<v8::Object>,
     ) -> Result<v8::Global<v8::Value>, Failure> {
         let classifier = &self.classifier;
-        let namespace = self
-            .js
-            .get_module_namespace(module)
-            .map_err(|e| classifier.core(FailureCode::ModuleRejected, &e, "the module"))?;
         let entry = self.shared.bundle.entry.clone();
         js_scope!(self.js, scope);
         let namespace = v8::Local::new(scope, namespace);
@@ -625,6 +663,30 @@ impl Session {
         }
         Ok(text.into_bytes())
     }
+}
+
+/// What V8 calls when it cannot allocate (its heap exhausted inside a builtin that ignores
+/// termination, or the worker's data cap reached); V8 ends the process when this returns.
+extern "C" fn out_of_memory(_location: *const std::ffi::c_char, details: &v8::OomDetails) {
+    let what = if details.is_heap_oom {
+        "JavaScript heap"
+    } else {
+        "process memory"
+    };
+    eprintln!("runx worker: V8 is out of {what}; the process ends");
+    if crate::fatal::answer(Limit::HeapBytes) {
+        // The host has its answer; V8's own crash report would only add noise.
+        std::process::abort();
+    }
+}
+
+/// Leaves `import.meta` an empty object, as QuickJS does. deno_core's would give modules their
+/// `runx:///` URL, a `main` flag and a `resolve` function that reaches the module loader.
+extern "C" fn empty_import_meta(
+    _context: v8::Local<v8::Context>,
+    _module: v8::Local<v8::Module>,
+    _meta: v8::Local<v8::Object>,
+) {
 }
 
 /// A function-valued property of a helper object.
