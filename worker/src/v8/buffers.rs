@@ -8,7 +8,7 @@
 //! limit. Resizable buffers (`maxByteLength`) bypass allocators in V8; only the worker's data
 //! cap bounds them.
 
-use deno_core::v8;
+use rusty_v8 as v8;
 use nix::libc;
 use std::ffi::c_void;
 use std::sync::atomic::{AtomicUsize, Ordering};

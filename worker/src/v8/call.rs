@@ -1,0 +1,495 @@
+//! One call on V8: a fresh context, the prelude, the arguments, the module graph, the export,
+//! its settled value and the encoded output, in the same phases as the QuickJS engine.
+
+use super::modules;
+use crate::bundle::ModuleBundle;
+use crate::engine::{ConsoleLog, EngineCall, PageInput};
+use crate::failure::{Failure, FailureCode};
+use crate::limits::{Limit, Limits};
+use crate::quickjs::ALLOWED_GLOBALS;
+use rusty_v8 as v8;
+use std::cell::RefCell;
+use std::rc::Rc;
+use std::sync::Arc;
+
+const PRELUDE: &str = include_str!("../prelude.js");
+
+/// The scope every phase works in: the call's context, under a try-catch.
+pub(super) type Scope<'a, 'b, 's, 'i> = v8::PinnedRef<'a, v8::TryCatch<'b, 's, v8::HandleScope<'i>>>;
+
+/// What the callbacks of one call (console, module resolution, dynamic import) share with it.
+/// It sits in an isolate slot while the call runs, and nowhere else.
+pub(super) struct CallState {
+    pub(super) bundle: Arc<ModuleBundle>,
+    pub(super) limits: Limits,
+    /// What the call wrote through `console`.
+    pub(super) log: RefCell<ConsoleLog>,
+    log_bound: usize,
+    /// The modules compiled for this call, with their bundle paths.
+    pub(super) modules: RefCell<Vec<(v8::Global<v8::Module>, String)>>,
+    /// The first refused specifier, reported as `module_rejected` even if the module caught it.
+    pub(super) rejected: RefCell<Option<String>>,
+}
+
+impl CallState {
+    pub(super) fn new(call: &EngineCall<'_>) -> CallState {
+        CallState {
+            bundle: call.bundle.clone(),
+            limits: call.limits,
+            log: RefCell::new(ConsoleLog::default()),
+            log_bound: call.limits.log_bytes,
+            modules: RefCell::new(Vec::new()),
+            rejected: RefCell::new(None),
+        }
+    }
+
+    /// Records a refused specifier (the first one wins) and returns the reason.
+    pub(super) fn refuse(&self, reason: String) -> String {
+        self.rejected
+            .borrow_mut()
+            .get_or_insert_with(|| reason.clone());
+        reason
+    }
+}
+
+/// Compiles the prelude once per isolate; each call binds it to its own context.
+pub(super) fn compile_prelude(
+    isolate: &mut v8::OwnedIsolate,
+) -> Result<v8::Global<v8::UnboundScript>, Failure> {
+    let internal = || Failure::new(FailureCode::Internal, "cannot compile the prelude");
+    let scope = std::pin::pin!(v8::HandleScope::new(isolate));
+    let scope = &mut scope.init();
+    let context = v8::Context::new(scope, Default::default());
+    let scope = &mut v8::ContextScope::new(scope, context);
+    let source = v8::String::new(scope, PRELUDE).ok_or_else(internal)?;
+    let name = v8::String::new(scope, "runx:prelude").ok_or_else(internal)?;
+    let origin = v8::ScriptOrigin::new(
+        scope,
+        name.into(),
+        0,
+        0,
+        false,
+        0,
+        None,
+        false,
+        false,
+        false,
+        None,
+    );
+    let mut source = v8::script_compiler::Source::new(source, Some(&origin));
+    let script = v8::script_compiler::compile_unbound_script(
+        scope,
+        &mut source,
+        v8::script_compiler::CompileOptions::NoCompileOptions,
+        v8::script_compiler::NoCacheReason::NoReason,
+    )
+    .ok_or_else(internal)?;
+    Ok(v8::Global::new(scope, script))
+}
+
+/// Values kept across the phases of a call.
+struct Prepared<'s> {
+    helpers: v8::Local<'s, v8::Object>,
+    inputs: v8::Local<'s, v8::Value>,
+    context: v8::Local<'s, v8::Value>,
+    module: v8::Local<'s, v8::Module>,
+    evaluated: v8::Local<'s, v8::Value>,
+}
+
+/// Runs one call in a new context of `isolate`; the caller owns the wall, the heap flag and
+/// what the call leaves behind.
+pub(super) fn run(
+    isolate: &mut v8::OwnedIsolate,
+    prelude: &v8::Global<v8::UnboundScript>,
+    call: &EngineCall<'_>,
+    state: &CallState,
+) -> Result<Vec<u8>, Failure> {
+    let scope = std::pin::pin!(v8::HandleScope::new(isolate));
+    let scope = &mut scope.init();
+    let context = v8::Context::new(scope, Default::default());
+    let scope = &mut v8::ContextScope::new(scope, context);
+    let tc = std::pin::pin!(v8::TryCatch::new(scope));
+    let tc = &mut tc.init();
+    let phases = Phases { state };
+    let prepared = phases.prepare(tc, prelude, call)?;
+    tc.perform_microtask_checkpoint();
+    let returned = phases.invoke(tc, call, &prepared)?;
+    tc.perform_microtask_checkpoint();
+    let output = phases.finish(tc, &prepared, returned)?;
+    if let Some(spec) = state.rejected.borrow().clone() {
+        return Err(Failure::new(FailureCode::ModuleRejected, spec));
+    }
+    Ok(output)
+}
+
+struct Phases<'c> {
+    state: &'c CallState,
+}
+
+impl Phases<'_> {
+    /// Installs the prelude, builds the arguments, loads and evaluates the module graph.
+    fn prepare<'s>(
+        &self,
+        tc: &mut Scope<'_, '_, 's, '_>,
+        prelude: &v8::Global<v8::UnboundScript>,
+        call: &EngineCall<'_>,
+    ) -> Result<Prepared<'s>, Failure> {
+        let internal = FailureCode::Internal;
+        let unbound = v8::Local::new(tc, prelude);
+        let script = unbound.bind_to_current_context(tc);
+        let install = script.run(tc).ok_or_else(|| self.fail(tc, internal))?;
+        let install = v8::Local::<v8::Function>::try_from(install)
+            .map_err(|_| Failure::new(internal, "the prelude is not a function"))?;
+        let sink = v8::Function::new(tc, console_sink).ok_or_else(|| self.fail(tc, internal))?;
+        let mut names: Vec<v8::Local<v8::Value>> = Vec::with_capacity(ALLOWED_GLOBALS.len());
+        for name in ALLOWED_GLOBALS {
+            let name = v8::String::new(tc, name).ok_or_else(|| self.fail(tc, internal))?;
+            names.push(name.into());
+        }
+        let allowed = v8::Array::new_with_elements(tc, &names);
+        let undefined: v8::Local<v8::Value> = v8::undefined(tc).into();
+        let helpers = install
+            .call(tc, undefined, &[sink.into(), allowed.into()])
+            .ok_or_else(|| self.fail(tc, internal))?;
+        let helpers = v8::Local::<v8::Object>::try_from(helpers)
+            .map_err(|_| Failure::new(internal, "the prelude returned no helpers"))?;
+
+        let inputs = page_inputs(tc, call)?;
+        let env = v8::Object::new(tc);
+        for (k, v) in call.environment {
+            let (Some(k), Some(v)) = (v8::String::new(tc, k), v8::String::new(tc, v)) else {
+                return Err(Failure::new(internal, "an environment value is too large"));
+            };
+            env.set(tc, k.into(), v.into())
+                .ok_or_else(|| self.fail(tc, internal))?;
+        }
+        let make_context = function(tc, helpers, "context")?;
+        let context = make_context
+            .call(tc, undefined, &[env.into()])
+            .ok_or_else(|| self.fail(tc, internal))?;
+
+        let module = modules::load(tc, self.state)?;
+        let evaluated = module
+            .evaluate(tc)
+            .ok_or_else(|| self.fail(tc, FailureCode::ExecutionFailed))?;
+        Ok(Prepared {
+            helpers,
+            inputs,
+            context,
+            module,
+            evaluated,
+        })
+    }
+
+    /// Checks the module evaluated, then calls the export with `(inputs, context)` and `this`
+    /// undefined.
+    fn invoke<'s>(
+        &self,
+        tc: &mut Scope<'_, '_, 's, '_>,
+        call: &EngineCall<'_>,
+        p: &Prepared<'s>,
+    ) -> Result<v8::Local<'s, v8::Value>, Failure> {
+        self.settled(tc, p.evaluated, "the module's top-level code")?;
+        let namespace = v8::Local::<v8::Object>::try_from(p.module.get_module_namespace())
+            .map_err(|_| Failure::new(FailureCode::Internal, "the module has no namespace"))?;
+        let entry = &self.state.bundle.entry;
+        let name = call.export.unwrap_or("default");
+        let export = v8::String::new(tc, name)
+            .and_then(|key| namespace.get(tc, key.into()))
+            .ok_or_else(|| self.fail(tc, FailureCode::ModuleRejected))?;
+        if export.is_undefined() {
+            let mut names = Vec::new();
+            if let Some(keys) = namespace.get_own_property_names(tc, Default::default()) {
+                for i in 0..keys.length() {
+                    if let Some(k) = keys.get_index(tc, i) {
+                        names.push(k.to_rust_string_lossy(tc));
+                    }
+                }
+            }
+            return Err(Failure::missing_export(entry, call.export, &names));
+        }
+        let Ok(function) = v8::Local::<v8::Function>::try_from(export) else {
+            let kind = export.type_of(tc).to_rust_string_lossy(tc);
+            return Err(Failure::new(
+                FailureCode::ModuleRejected,
+                format!("export `{name}` of module `{entry}` is a {kind}, not a function"),
+            ));
+        };
+        let undefined = v8::undefined(tc).into();
+        function
+            .call(tc, undefined, &[p.inputs, p.context])
+            .ok_or_else(|| self.fail(tc, FailureCode::ExecutionFailed))
+    }
+
+    /// Unwraps a settled promise, checks the value is JSON-compatible and encodes it, with the
+    /// prelude's own helpers.
+    fn finish<'s>(
+        &self,
+        tc: &mut Scope<'_, '_, 's, '_>,
+        p: &Prepared<'s>,
+        returned: v8::Local<'s, v8::Value>,
+    ) -> Result<Vec<u8>, Failure> {
+        let value = self.settled(tc, returned, "the promise returned by the export")?;
+        let undefined: v8::Local<v8::Value> = v8::undefined(tc).into();
+        let check = function(tc, p.helpers, "checkOutput")?;
+        let problem = check
+            .call(tc, undefined, &[value])
+            .ok_or_else(|| self.fail(tc, FailureCode::OutputRejected))?;
+        if problem.is_string() {
+            return Err(Failure::new(
+                FailureCode::OutputRejected,
+                format!(
+                    "the export's return value is not JSON-compatible: {}",
+                    problem.to_rust_string_lossy(tc)
+                ),
+            ));
+        }
+        let stringify = function(tc, p.helpers, "stringify")?;
+        let text = stringify
+            .call(tc, undefined, &[value])
+            .ok_or_else(|| self.fail(tc, FailureCode::OutputRejected))?;
+        let Ok(text) = v8::Local::<v8::String>::try_from(text) else {
+            return Err(Failure::new(
+                FailureCode::OutputRejected,
+                "the export returned nothing JSON can encode",
+            ));
+        };
+        let limit = self.state.limits.output_bytes;
+        let len = text.utf8_length(tc);
+        if len > limit {
+            return Err(Failure::limit(
+                Limit::OutputBytes,
+                format!("the output is {len} bytes of JSON; the limit is {limit} bytes"),
+            ));
+        }
+        Ok(text.to_rust_string_lossy(tc).into_bytes())
+    }
+
+    /// The value of `value` once the microtask queue drained: itself, or a promise's result.
+    /// Pending means it waits on something that cannot happen here.
+    fn settled<'s>(
+        &self,
+        tc: &mut Scope<'_, '_, 's, '_>,
+        value: v8::Local<'s, v8::Value>,
+        what: &str,
+    ) -> Result<v8::Local<'s, v8::Value>, Failure> {
+        let Ok(promise) = v8::Local::<v8::Promise>::try_from(value) else {
+            return Ok(value);
+        };
+        match promise.state() {
+            v8::PromiseState::Fulfilled => Ok(promise.result(tc)),
+            v8::PromiseState::Rejected => {
+                let reason = promise.result(tc);
+                let text = rejection_text(tc, reason);
+                Err(self.classify(FailureCode::ExecutionFailed, &text))
+            }
+            v8::PromiseState::Pending => Err(Failure::new(
+                FailureCode::ExecutionFailed,
+                format!(
+                    "{what} never settled: nothing is left that could resolve it (the worker has no timers, network or host I/O)"
+                ),
+            )),
+        }
+    }
+
+    /// The failure for the exception caught by `tc` (none when execution was terminated: the
+    /// engine then reports the limit that terminated it).
+    fn fail(&self, tc: &mut Scope<'_, '_, '_, '_>, code: FailureCode) -> Failure {
+        let text = caught(tc);
+        self.classify(code, &text)
+    }
+
+    /// Maps an exception to a failure, as the QuickJS engine does: limits first (they explain
+    /// everything after them), then refused imports, then the stage's own code.
+    fn classify(&self, code: FailureCode, text: &str) -> Failure {
+        classify(self.state, code, text)
+    }
+}
+
+/// See [`Phases::classify`]; the module loader uses it too.
+pub(super) fn classify(state: &CallState, code: FailureCode, text: &str) -> Failure {
+    let limits = &state.limits;
+    let lower = text.to_ascii_lowercase();
+    if lower.contains("out of memory")
+        || lower.contains("invalid string length")
+        || lower.contains("invalid array length")
+        || lower.contains("invalid typed array length")
+        || lower.contains("array buffer allocation failed")
+    {
+        return Failure::exceeded(Limit::HeapBytes, limits);
+    }
+    if text.contains("Maximum call stack size exceeded") {
+        return Failure::exceeded(Limit::StackBytes, limits);
+    }
+    if let Some(spec) = state.rejected.borrow().clone() {
+        return Failure::new(FailureCode::ModuleRejected, spec);
+    }
+    Failure::thrown(code, text)
+}
+
+/// The text of the exception caught by `tc`, or empty when execution was terminated.
+pub(super) fn caught(tc: &mut Scope<'_, '_, '_, '_>) -> String {
+    if tc.has_terminated() {
+        return String::new();
+    }
+    match tc.exception() {
+        Some(exception) => thrown_text(tc, exception),
+        None => String::new(),
+    }
+}
+
+/// A thrown value as text, as the QuickJS engine writes it: an error's stack (which starts
+/// with `Name: message`), a string itself, else what was thrown.
+fn thrown_text(tc: &mut Scope<'_, '_, '_, '_>, value: v8::Local<'_, v8::Value>) -> String {
+    if value.is_native_error() {
+        return error_text(tc, value);
+    }
+    if value.is_null() {
+        return "null".to_string();
+    }
+    if value.is_string() {
+        return value.to_rust_string_lossy(tc);
+    }
+    format!("a thrown {}", value.type_of(tc).to_rust_string_lossy(tc))
+}
+
+/// A rejection reason as text: like [`thrown_text`], but other values as JSON when they have
+/// a JSON form (as the QuickJS engine writes them).
+fn rejection_text(tc: &mut Scope<'_, '_, '_, '_>, value: v8::Local<'_, v8::Value>) -> String {
+    if value.is_native_error() || value.is_string() || value.is_null_or_undefined() {
+        return thrown_text(tc, value);
+    }
+    let inner = std::pin::pin!(v8::TryCatch::new(tc));
+    let inner = &mut inner.init();
+    match v8::json::stringify(inner, value) {
+        Some(s) => s.to_rust_string_lossy(inner),
+        None => format!("a thrown {}", value.type_of(inner).to_rust_string_lossy(inner)),
+    }
+}
+
+/// An error's `stack`, or `Name: message` when it has none. Reading either may run code of
+/// the module (a getter); what that code throws is dropped.
+fn error_text(tc: &mut Scope<'_, '_, '_, '_>, value: v8::Local<'_, v8::Value>) -> String {
+    let inner = std::pin::pin!(v8::TryCatch::new(tc));
+    let inner = &mut inner.init();
+    let Ok(object) = v8::Local::<v8::Object>::try_from(value) else {
+        return String::new();
+    };
+    let stack = v8::String::new(inner, "stack").and_then(|k| object.get(inner, k.into()));
+    if let Some(stack) = stack.filter(|s| s.is_string()) {
+        let text = stack.to_rust_string_lossy(inner);
+        if !text.trim().is_empty() {
+            return text.trim_end().to_string();
+        }
+    }
+    match value.to_string(inner) {
+        Some(s) => s.to_rust_string_lossy(inner),
+        None => "an error".to_string(),
+    }
+}
+
+/// The console sink handed to the prelude; the prelude formats, this only appends to the log
+/// of the call running now (if any).
+fn console_sink(
+    scope: &mut v8::PinScope<'_, '_>,
+    args: v8::FunctionCallbackArguments<'_>,
+    _rv: v8::ReturnValue<'_, v8::Value>,
+) {
+    let Some(state) = scope.get_slot::<Rc<CallState>>().cloned() else {
+        return;
+    };
+    let level = args.get(0).to_rust_string_lossy(scope);
+    let text = args.get(1).to_rust_string_lossy(scope);
+    state.log.borrow_mut().push(&level, &text, state.log_bound);
+}
+
+/// A function-valued property of a helper object.
+fn function<'s>(
+    tc: &mut Scope<'_, '_, 's, '_>,
+    object: v8::Local<'s, v8::Object>,
+    name: &str,
+) -> Result<v8::Local<'s, v8::Function>, Failure> {
+    let missing = || {
+        Failure::new(
+            FailureCode::Internal,
+            format!("the prelude has no `{name}`"),
+        )
+    };
+    let key = v8::String::new(tc, name).ok_or_else(missing)?;
+    let value = object.get(tc, key.into()).ok_or_else(missing)?;
+    v8::Local::<v8::Function>::try_from(value).map_err(|_| missing())
+}
+
+/// Parses the input JSON and attaches the page, if any, as `runx_page`: the metadata object
+/// plus `records`, an array of JSON texts made straight from the raw record bytes.
+fn page_inputs<'s>(
+    tc: &mut Scope<'_, '_, 's, '_>,
+    call: &EngineCall<'_>,
+) -> Result<v8::Local<'s, v8::Value>, Failure> {
+    let invalid = |what: &str| {
+        Failure::new(
+            FailureCode::InvalidRequest,
+            format!("the {what} is not a JSON object"),
+        )
+    };
+    let inputs = parse_object(tc, call.input).ok_or_else(|| invalid("input"))?;
+    let Some(page) = call.page else {
+        return Ok(inputs.into());
+    };
+    let meta = parse_object(tc, page.meta).ok_or_else(|| invalid("page metadata"))?;
+    let records = records(tc, page)?;
+    let keys = (
+        v8::String::new(tc, "records"),
+        v8::String::new(tc, "runx_page"),
+    );
+    let (Some(records_key), Some(page_key)) = keys else {
+        return Err(Failure::new(FailureCode::Internal, "cannot name the page"));
+    };
+    if meta.set(tc, records_key.into(), records.into()).is_none()
+        || inputs.set(tc, page_key.into(), meta.into()).is_none()
+    {
+        return Err(Failure::new(
+            FailureCode::InvalidRequest,
+            format!("the page cannot be attached: {}", caught(tc)),
+        ));
+    }
+    Ok(inputs.into())
+}
+
+/// `JSON.parse` of `bytes` when it yields an object; the exception, if any, is cleared.
+fn parse_object<'s>(
+    tc: &mut Scope<'_, '_, 's, '_>,
+    bytes: &[u8],
+) -> Option<v8::Local<'s, v8::Object>> {
+    let text = v8::String::new_from_utf8(tc, bytes, v8::NewStringType::Normal)?;
+    let parsed = v8::json::parse(tc, text);
+    if parsed.is_none() {
+        tc.reset();
+    }
+    v8::Local::<v8::Object>::try_from(parsed?).ok()
+}
+
+/// The page's records as an array of strings.
+fn records<'s>(
+    tc: &mut Scope<'_, '_, 's, '_>,
+    page: PageInput<'_>,
+) -> Result<v8::Local<'s, v8::Array>, Failure> {
+    let bad = |what: &str| Failure::new(FailureCode::InvalidRequest, what.to_string());
+    let mut items: Vec<v8::Local<v8::Value>> = Vec::with_capacity(page.ends.len());
+    let mut start = 0usize;
+    for end in page.ends {
+        let end = *end as usize;
+        let bytes = page
+            .blob
+            .get(start..end)
+            .ok_or_else(|| bad("the page offset table names a record outside the page"))?;
+        if std::str::from_utf8(bytes).is_err() {
+            return Err(bad("a page record is not UTF-8 text"));
+        }
+        let s = v8::String::new_from_utf8(tc, bytes, v8::NewStringType::Normal)
+            .ok_or_else(|| bad("a page record is too large"))?;
+        items.push(s.into());
+        start = end;
+    }
+    Ok(v8::Array::new_with_elements(tc, &items))
+}
