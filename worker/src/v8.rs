@@ -63,6 +63,7 @@ use std::time::Instant;
 mod buffers;
 mod call;
 mod modules;
+mod stack;
 mod watchdog;
 
 use call::CallState;
@@ -77,7 +78,11 @@ use watchdog::Watchdog;
 const DATA_BYTES: u64 = 512 * 1024 * 1024;
 
 /// V8 flags, set once per process before V8 starts: the ES2025 features QuickJS-ng also has
-/// (`Float16Array`, `using`), which this V8 still keeps behind flags.
+/// (`Float16Array`, `using`), which this V8 still keeps behind flags; and the stack V8 assumes
+/// a thread has, in KiB. Each isolate gets its own stack limit (`stack_bytes` below where it
+/// was made), but V8 checks, when a stack overflows, that the overflow happened within the
+/// first `--stack-size` of the thread's stack (its "central stack"); the default (984 KiB)
+/// is less than the frames above the engine plus a 1 MiB `stack_bytes`.
 const FLAGS: &str = "--js-float16array --js-explicit-resource-management";
 
 /// Background threads of V8's platform (concurrent GC and compilation), as Node.js and
@@ -87,6 +92,11 @@ const PLATFORM_THREADS: u32 = 4;
 /// Foreground tasks V8 posted (GC and compiler housekeeping) run after a call, at most this
 /// many, so that a call's answer never waits on housekeeping.
 const PUMPED_TASKS: usize = 16;
+
+/// The least room the near-heap-limit callback grants a terminated call to unwind: V8 may have
+/// to promote its young generation (a few MiB) before the termination takes effect, and with
+/// a small `heap_bytes` an eighth of it is not enough.
+const HEADROOM_BYTES: usize = 4 * 1024 * 1024;
 
 /// V8's process-wide platform, started with the first engine.
 static PLATFORM: OnceLock<v8::SharedRef<v8::Platform>> = OnceLock::new();
@@ -179,26 +189,17 @@ struct Instance {
     prelude: v8::Global<v8::UnboundScript>,
     heap: Box<HeapGuard>,
     heap_bytes: usize,
-    stack_bytes: usize,
 }
 
 impl Instance {
-    /// An isolate for `limits`: heap, ArrayBuffer budget and stack limit, explicit microtasks,
-    /// no dynamic import, the fatal out-of-memory answer, and a watchdog.
-    #[allow(unsafe_code)]
+    /// An isolate for `limits`: heap and ArrayBuffer budget, explicit microtasks, no dynamic
+    /// import, the fatal out-of-memory answer, and a watchdog.
     fn new(limits: &Limits) -> Result<Instance, Failure> {
         // V8 starts with the first isolate of the process.
         platform();
-        let here = 0u8;
-        let stack_limit = (&here as *const u8 as usize).saturating_sub(limits.stack_bytes);
         let params = v8::CreateParams::default()
             .heap_limits(0, limits.heap_bytes)
             .array_buffer_allocator(buffers::allocator(limits.heap_bytes));
-        // SAFETY: V8 only compares its stack pointer with this address (the lowest the stack
-        // may grow to); it never reads or writes through it. It lies `stack_bytes` below the
-        // current frame, inside this thread's stack, which the isolate is used on (it is not
-        // `Send`).
-        let params = unsafe { params.set_stack_limit(stack_limit as *mut u32) };
         let mut isolate = v8::Isolate::new(params);
         isolate.set_microtasks_policy(v8::MicrotasksPolicy::Explicit);
         isolate.set_oom_error_handler(out_of_memory);
@@ -206,7 +207,7 @@ impl Instance {
         let heap = Box::new(HeapGuard {
             handle: isolate.thread_safe_handle(),
             hit: AtomicBool::new(false),
-            headroom: limits.heap_bytes / 8,
+            headroom: (limits.heap_bytes / 8).max(HEADROOM_BYTES),
         });
         let data = &*heap as *const HeapGuard as *mut c_void;
         isolate.add_near_heap_limit_callback(near_heap_limit, data);
@@ -223,21 +224,25 @@ impl Instance {
             prelude,
             heap,
             heap_bytes: limits.heap_bytes,
-            stack_bytes: limits.stack_bytes,
         })
     }
 
     /// Whether a call under `limits` can run on this isolate.
     fn fits(&self, limits: &Limits) -> bool {
-        self.heap_bytes == limits.heap_bytes && self.stack_bytes == limits.stack_bytes
+        self.heap_bytes == limits.heap_bytes
     }
 
     /// Runs one call in a fresh context under the wall, then clears what the call may have
     /// left in the isolate. Returns the result and whether the isolate may serve another call.
-    fn run(&mut self, call: &EngineCall<'_>, state: &Rc<CallState>) -> (Result<Vec<u8>, Failure>, bool) {
+    fn run(
+        &mut self,
+        call: &EngineCall<'_>,
+        state: &Rc<CallState>,
+    ) -> (Result<Vec<u8>, Failure>, bool) {
         let limits = call.limits;
         self.isolate.cancel_terminate_execution();
         self.heap.hit.store(false, Ordering::SeqCst);
+        stack::limit(&mut self.isolate, limits.stack_bytes);
         self.isolate.set_slot(state.clone());
         let started = Instant::now();
         self.watchdog.arm(started + limits.wall());
@@ -271,9 +276,9 @@ impl Instance {
             Ok(result) => result,
             // A panic between V8 calls leaves the isolate in an unknown state: give it up, and
             // the worker with it.
-            Err(_) => Err(
-                Failure::new(FailureCode::Internal, "the V8 engine panicked").discard_worker()
-            ),
+            Err(_) => {
+                Err(Failure::new(FailureCode::Internal, "the V8 engine panicked").discard_worker())
+            }
         };
         let keep = !heap_hit && ran_ok(&result);
         (result, keep)

@@ -8,8 +8,8 @@
 //! limit. Resizable buffers (`maxByteLength`) bypass allocators in V8; only the worker's data
 //! cap bounds them.
 
-use rusty_v8 as v8;
 use nix::libc;
+use rusty_v8 as v8;
 use std::ffi::c_void;
 use std::sync::atomic::{AtomicUsize, Ordering};
 

@@ -15,7 +15,8 @@ use std::sync::Arc;
 const PRELUDE: &str = include_str!("../prelude.js");
 
 /// The scope every phase works in: the call's context, under a try-catch.
-pub(super) type Scope<'a, 'b, 's, 'i> = v8::PinnedRef<'a, v8::TryCatch<'b, 's, v8::HandleScope<'i>>>;
+pub(super) type Scope<'a, 'b, 's, 'i> =
+    v8::PinnedRef<'a, v8::TryCatch<'b, 's, v8::HandleScope<'i>>>;
 
 /// What the callbacks of one call (console, module resolution, dynamic import) share with it.
 /// It sits in an isolate slot while the call runs, and nowhere else.
@@ -363,7 +364,10 @@ fn rejection_text(tc: &mut Scope<'_, '_, '_, '_>, value: v8::Local<'_, v8::Value
     let inner = &mut inner.init();
     match v8::json::stringify(inner, value) {
         Some(s) => s.to_rust_string_lossy(inner),
-        None => format!("a thrown {}", value.type_of(inner).to_rust_string_lossy(inner)),
+        None => format!(
+            "a thrown {}",
+            value.type_of(inner).to_rust_string_lossy(inner)
+        ),
     }
 }
 

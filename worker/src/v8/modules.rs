@@ -75,8 +75,18 @@ fn compile<'s>(
     state: &CallState,
     path: &str,
 ) -> Result<v8::Local<'s, v8::Module>, Failure> {
-    let source = state.bundle.modules.get(path).map(String::as_str).unwrap_or_default();
-    let too_large = || Failure::new(FailureCode::ModuleRejected, format!("module `{path}` is too large"));
+    let source = state
+        .bundle
+        .modules
+        .get(path)
+        .map(String::as_str)
+        .unwrap_or_default();
+    let too_large = || {
+        Failure::new(
+            FailureCode::ModuleRejected,
+            format!("module `{path}` is too large"),
+        )
+    };
     let text = v8::String::new(tc, source).ok_or_else(too_large)?;
     let name = v8::String::new(tc, path).ok_or_else(too_large)?;
     let origin = v8::ScriptOrigin::new(

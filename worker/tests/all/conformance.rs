@@ -311,7 +311,17 @@ pub fn heap_bombs_hit_the_heap_limit(e: &mut dyn Engine) {
         "export default () => ({ n: new ArrayBuffer(512 * 2 ** 20).byteLength });",
         "export default () => { const a = []; while (true) a.push(new Uint8Array(2 ** 20)); };",
     ] {
-        let f = failure(run(e, src, json!({})));
+        // V8 collects garbage many times over before it declares the heap full (about a
+        // second of CPU here); the long wall keeps a busy machine from turning that into a
+        // wall failure. The wall is not under test.
+        let f = failure(run_with(
+            e,
+            &single(src),
+            None,
+            json!({}),
+            &[],
+            Limits::default().with_wall(std::time::Duration::from_secs(10)),
+        ));
         assert_eq!(f.code, FailureCode::ResourceLimit, "{src}: {f}");
         assert_eq!(f.limit, Some(Limit::HeapBytes), "{src}: {f}");
     }
@@ -374,6 +384,191 @@ pub fn nothing_survives_between_calls(e: &mut dyn Engine) {
         out,
         json!({"p": "undefined", "l": "undefined", "push": "function"})
     );
+}
+
+/// Everything a call can change in its realm is gone for the next call on the same engine:
+/// module-level state, intrinsics and their prototypes, the clock, stack-trace hooks.
+pub fn module_state_and_intrinsics_start_over(e: &mut dyn Engine) {
+    let counter = single(
+        "let n = 0; const seen = []; export default () => { n += 1; seen.push(n); return { n, seen: seen.length }; };",
+    );
+    for _ in 0..3 {
+        let out = output(run_with(
+            e,
+            &counter,
+            None,
+            json!({}),
+            &[],
+            Limits::default(),
+        ));
+        assert_eq!(out, json!({"n": 1, "seen": 1}));
+    }
+    let first = "export default () => {\n\
+        Object.defineProperty(Object.prototype, 'polluted', { get() { return 'yes'; }, configurable: true });\n\
+        Array.prototype.map = () => 'hijacked'; JSON.parse = () => 'hijacked'; JSON.stringify = () => '\"hijacked\"';\n\
+        Function.prototype.call = () => 'hijacked'; Date.now = () => 5; Math.max = () => -1;\n\
+        Error.prepareStackTrace = () => 'hijacked stack'; Error.stackTraceLimit = 0;\n\
+        globalThis.leak = 2; Symbol.prototype.toString = () => 'x';\n\
+        return {};\n\
+    };";
+    output(run(e, first, json!({})));
+    let out = output(run(
+        e,
+        "export default () => ({ p: typeof ({}).polluted, l: typeof globalThis.leak, map: [1, 2].map((x) => x * 2), parse: JSON.parse('[7]'), call: Math.max.call(null, 1, 3), now: Date.now(), stack: String(new Error('e').stack).startsWith('Error: e') || String(new Error('e').stack).includes('main.mjs') });",
+        json!({}),
+    ));
+    assert_eq!(
+        out,
+        json!({"p": "undefined", "l": "undefined", "map": [2, 4], "parse": [7], "call": 3, "now": 0, "stack": true})
+    );
+    // The hooks of the first call do not shape the failure messages of the next.
+    output(run(
+        e,
+        "export default () => { Error.prepareStackTrace = () => 'hijacked'; return {}; };",
+        json!({}),
+    ));
+    let f = failure(run(
+        e,
+        "export default () => { throw new TypeError('plain'); };",
+        json!({}),
+    ));
+    assert!(f.message.contains("TypeError: plain"), "{}", f.message);
+    assert!(!f.message.contains("hijacked"), "{}", f.message);
+}
+
+/// Jobs a call leaves queued never run, in a later call or at all: not after a synchronous
+/// throw, not after a wall termination in the middle of a microtask loop.
+pub fn queued_jobs_do_not_cross_calls(e: &mut dyn Engine) {
+    let f = failure(run(
+        e,
+        "export default () => { Promise.resolve().then(() => { console.log('leaked'); globalThis.late = 1; }); throw new Error('early'); };",
+        json!({}),
+    ));
+    assert_eq!(f.code, FailureCode::ExecutionFailed, "{f}");
+    let out = run(
+        e,
+        "export default async () => { await null; await null; return { late: typeof globalThis.late }; };",
+        json!({}),
+    )
+    .unwrap();
+    assert!(out.log.lines.is_empty(), "{:?}", out.log);
+    assert_eq!(
+        serde_json::from_slice::<Value>(&out.output).unwrap(),
+        json!({"late": "undefined"})
+    );
+    let limits = Limits::default().with_wall(std::time::Duration::from_secs(1));
+    let f = failure(run_with(
+        e,
+        &single(
+            "export default () => { const spin = () => { console.log('spin'); return Promise.resolve().then(spin); }; spin(); return new Promise(() => {}); };",
+        ),
+        None,
+        json!({}),
+        &[],
+        limits,
+    ));
+    assert_eq!(f.limit, Some(Limit::WallMilliseconds), "{f}");
+    let started = std::time::Instant::now();
+    let out = run(e, "export default () => ({ ok: 1 });", json!({})).unwrap();
+    assert!(out.log.lines.is_empty(), "{:?}", out.log);
+    assert!(started.elapsed() < std::time::Duration::from_secs(1));
+}
+
+/// A call that hit the heap limit, or held most of the heap or of the ArrayBuffer budget, leaves
+/// the next call its whole budget.
+pub fn heap_budget_starts_over(e: &mut dyn Engine) {
+    // As in `heap_bombs_hit_the_heap_limit`, the wall is long and not under test.
+    let f = failure(run_with(
+        e,
+        &single("export default () => { const a = []; while (true) a.push({ x: [1, 2, 3] }); };"),
+        None,
+        json!({}),
+        &[],
+        Limits::default().with_wall(std::time::Duration::from_secs(10)),
+    ));
+    assert_eq!(f.limit, Some(Limit::HeapBytes), "{f}");
+    // A third of the heap (an array of numbers costs 16 bytes an element on QuickJS, 8 on V8)
+    // kept reachable from module state, then a 40 MiB buffer, again and again on one engine:
+    // each call must get the budget back.
+    let hold = single(
+        "const kept = []; export default () => { for (let i = 0; i < 1500; i++) kept.push(new Array(1000).fill(i)); return { n: kept.length }; };",
+    );
+    let buffer = single(
+        "export default () => { const b = new Uint8Array(40 * 2 ** 20); b[b.length - 1] = 7; return { n: b.length, last: b[b.length - 1] }; };",
+    );
+    for _ in 0..3 {
+        let out = output(run_with(e, &hold, None, json!({}), &[], Limits::default()));
+        assert_eq!(out, json!({"n": 1500}));
+        let out = output(run_with(
+            e,
+            &buffer,
+            None,
+            json!({}),
+            &[],
+            Limits::default(),
+        ));
+        assert_eq!(out, json!({"n": 40 * 1024 * 1024, "last": 7}));
+    }
+}
+
+/// Narrowed heap and stack limits apply, and the next call with the default limits gets the
+/// default limits back.
+pub fn narrowed_limits_apply(e: &mut dyn Engine) {
+    let depth = single(
+        "export default () => { let d = 0; const f = () => { d += 1; f(); }; try { f(); } catch (_) {} return { d }; };",
+    );
+    let deepest = |e: &mut dyn Engine, limits: Limits| -> u64 {
+        let out = output(run_with(e, &depth, None, json!({}), &[], limits));
+        out["d"].as_u64().unwrap()
+    };
+    let narrow = Limits {
+        stack_bytes: Limits::default().stack_bytes / 8,
+        ..Limits::default()
+    };
+    let wide = deepest(e, Limits::default());
+    let small = deepest(e, narrow);
+    assert!(
+        small * 2 < wide,
+        "{small} frames at 1/8 of the stack, {wide} at all of it"
+    );
+    let f = failure(run_with(
+        e,
+        &single("function f(n) { return f(n + 1) + 1; } export default () => ({ v: f(0) });"),
+        None,
+        json!({}),
+        &[],
+        narrow,
+    ));
+    assert_eq!(f.limit, Some(Limit::StackBytes), "{f}");
+    assert!(
+        f.message.contains(&narrow.stack_bytes.to_string()),
+        "{}",
+        f.message
+    );
+    let again = deepest(e, Limits::default());
+    assert!(
+        again * 2 > wide,
+        "{again} frames after narrowing, {wide} before"
+    );
+
+    let twenty_mib = single(
+        "export default () => { const kept = []; for (let i = 0; i < 2000; i++) kept.push(new Array(1000).fill(i)); return { n: kept.length }; };",
+    );
+    let small_heap = Limits {
+        heap_bytes: 8 * 1024 * 1024,
+        ..Limits::default()
+    };
+    let f = failure(run_with(e, &twenty_mib, None, json!({}), &[], small_heap));
+    assert_eq!(f.limit, Some(Limit::HeapBytes), "{f}");
+    let out = output(run_with(
+        e,
+        &twenty_mib,
+        None,
+        json!({}),
+        &[],
+        Limits::default(),
+    ));
+    assert_eq!(out, json!({"n": 2000}));
 }
 
 pub fn promises_settle_or_fail_clearly(e: &mut dyn Engine) {
@@ -523,6 +718,10 @@ macro_rules! engine_suite {
             case!(heap_bomb_in_a_builtin_is_answered_by_the_worker);
             case!(infinite_recursion_is_typed);
             case!(nothing_survives_between_calls);
+            case!(module_state_and_intrinsics_start_over);
+            case!(queued_jobs_do_not_cross_calls);
+            case!(heap_budget_starts_over);
+            case!(narrowed_limits_apply);
             case!(promises_settle_or_fail_clearly);
             case!(outputs_must_be_json);
             case!(syntax_errors_and_throws);
