@@ -1,13 +1,15 @@
 //! `cargo bench -p runx-benches`: latency, page throughput (beside the engine's own limit and
-//! Node.js), and scaling, each measured in the same run.
+//! Node.js), memory and scaling, for every engine built, each measured in the same run.
 //!
 //! Archive sizes in MiB come from `RUNX_BENCH_SIZES_MIB` (default "8,64"; the full run uses
 //! "8,64,256,512"); page sizes are 256 KiB, 1 MiB and 4 MiB. Needs the release worker and, for
 //! the end-to-end and memory parts, the release `runx`:
-//! `cargo build --release -p runx-worker -p runx-cli`.
+//! `cargo build --release -p runx-worker -p runx-cli`. With `--features v8` (and the worker
+//! and `runx` built with `--features runx-worker/v8,runx-cli/v8`), V8 is measured beside
+//! QuickJS and the report ends with the side-by-side tables of the README.
 
 use runx_benches::workload::{self, AGGREGATE_MODULE, Bench, PAGE_SIZES, TimeSplit};
-use runx_benches::{children_of, growth_exponent, proc_status_kib, stats};
+use runx_benches::{Stats, children_of, growth_exponent, proc_status_kib, stats};
 use runx_runtime::Runtime;
 use runx_runtime::framing::{Framer, PageBudget};
 use runx_runtime::limits::STATE_BYTES;
@@ -16,7 +18,7 @@ use runx_worker::engine::{Engine, EngineCall, PageInput};
 use runx_worker::limits::Limits;
 use runx_worker::pool::{Pool, PoolConfig};
 use runx_worker::process::{Call, WorkerCommand};
-use runx_worker::quickjs::QuickJs;
+use runx_worker::serve::{engine_by_name, engines_built};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -73,8 +75,9 @@ fn main() {
     sizes.sort_unstable();
     sizes.dedup();
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let engines = engines_answering(&worker);
     println!(
-        "runx benchmarks: sizes {sizes:?} MiB (RUNX_BENCH_SIZES_MIB), page sizes 256 KiB / 1 MiB / 4 MiB, {RUNS} runs each, {cpus} CPUs"
+        "runx benchmarks: engines {engines:?}, sizes {sizes:?} MiB (RUNX_BENCH_SIZES_MIB), page sizes 256 KiB / 1 MiB / 4 MiB, {RUNS} runs each, {cpus} CPUs"
     );
     let payload = Limits::default()
         .input_bytes
@@ -98,16 +101,48 @@ fn main() {
         );
         return;
     }
-    latency(&worker, runx.as_deref(), &pkg);
+    let latencies: Vec<Latency> = engines
+        .iter()
+        .map(|e| latency(&worker, runx.as_deref(), &pkg, e))
+        .collect();
     let node = node_version();
     let mut rows = Vec::new();
     for &size in &sizes {
-        if let Some(row) = throughput(&worker, runx.as_deref(), node.as_deref(), &ws, size) {
+        if let Some(row) = throughput(
+            &worker,
+            runx.as_deref(),
+            node.as_deref(),
+            &ws,
+            size,
+            &engines,
+        ) {
             rows.push(row);
         }
     }
     scaling(&worker, &rows, runx.is_some());
+    summary(&engines, &latencies, &rows, node.as_deref());
     let _ = std::fs::remove_dir_all(&ws);
+}
+
+/// The engines built into this bench whose worker answers a call (a worker built without V8
+/// refuses `--engine v8`).
+fn engines_answering(worker: &WorkerCommand) -> Vec<&'static str> {
+    let call = Call::new(bundle(AGGREGATE_MODULE), Some("trivial"), b"{}".to_vec());
+    engines_built()
+        .iter()
+        .copied()
+        .filter(|name| {
+            let ok = Pool::new(PoolConfig::new(worker.clone().engine(name)).size(1))
+                .map_err(|e| e.to_string())
+                .and_then(|p| p.call(&call).map(|_| ()).map_err(|e| e.failure.to_string()));
+            if let Err(e) = &ok {
+                println!(
+                    "note: engine {name} skipped: its worker does not answer ({e}); build the worker with `--features runx-worker/{name}`"
+                );
+            }
+            ok.is_ok()
+        })
+        .collect()
 }
 
 fn bundle(source: &str) -> Arc<ModuleBundle> {
@@ -117,8 +152,25 @@ fn bundle(source: &str) -> Arc<ModuleBundle> {
     ))
 }
 
+/// An engine of this process by name (only names from [`engines_built`] are asked for).
+fn engine(name: &str) -> Box<dyn Engine> {
+    match engine_by_name(name) {
+        Ok(e) => e,
+        Err(e) => panic!("engine {name} is built but cannot be made: {e}"),
+    }
+}
+
+/// What the latency section measured for one engine.
+struct Latency {
+    warm: Stats,
+    fresh: Stats,
+    first: Stats,
+    cold_runx: Option<Stats>,
+}
+
 // Long on purpose: a benchmark reads top to bottom in the order of the report it prints.
-fn latency(worker: &WorkerCommand, runx: Option<&Path>, pkg: &Path) {
+fn latency(worker: &WorkerCommand, runx: Option<&Path>, pkg: &Path, name: &str) -> Latency {
+    let worker = worker.clone().engine(name);
     let pool = Pool::new(PoolConfig::new(worker.clone()).size(1)).expect("pool");
     let call = Call::new(bundle(AGGREGATE_MODULE), Some("trivial"), b"{}".to_vec());
     for _ in 0..50 {
@@ -131,42 +183,31 @@ fn latency(worker: &WorkerCommand, runx: Option<&Path>, pkg: &Path) {
             t.elapsed()
         })
         .collect();
-    let mut engine = QuickJs::new();
+    drop(pool);
+    let mut engine = engine(name);
     let env = BTreeMap::new();
     let b = bundle(AGGREGATE_MODULE);
-    let mut fresh: Vec<Duration> = (0..1000)
-        .map(|_| {
-            let t = Instant::now();
-            engine
-                .call(&EngineCall {
-                    bundle: &b,
-                    export: Some("trivial"),
-                    input: b"{}",
-                    page: None,
-                    environment: &env,
-                    limits: Limits::default(),
-                })
-                .expect("in-process call");
-            t.elapsed()
-        })
-        .collect();
+    let mut in_process = || {
+        let t = Instant::now();
+        engine
+            .call(&EngineCall {
+                bundle: &b,
+                export: Some("trivial"),
+                input: b"{}",
+                page: None,
+                environment: &env,
+                limits: Limits::default(),
+            })
+            .expect("in-process call");
+        t.elapsed()
+    };
+    in_process();
+    let mut fresh: Vec<Duration> = (0..1000).map(|_| in_process()).collect();
     let w = stats(&mut warm);
     let f = stats(&mut fresh);
-    println!("\nlatency (trivial export)");
-    println!(
-        "  warm call through the pool (1000 calls):   p50 {:.3} ms  p99 {:.3} ms  (min {:.3}, max {:.3})",
-        ms(w.p50),
-        ms(w.p99),
-        ms(w.min),
-        ms(w.max)
-    );
-    println!(
-        "  in-process fresh context (1000 calls):     p50 {:.3} ms  p99 {:.3} ms  (min {:.3}, max {:.3})",
-        ms(f.p50),
-        ms(f.p99),
-        ms(f.min),
-        ms(f.max)
-    );
+    println!("\nlatency (trivial export), engine {name}");
+    println!("  warm call through the pool (1000 calls):   {}", line(&w));
+    println!("  in-process fresh context (1000 calls):     {}", line(&f));
     println!(
         "  => process + protocol overhead at p50:     {:.3} ms ({:.2}x the fresh context)",
         ms(w.p50) - ms(f.p50),
@@ -181,30 +222,39 @@ fn latency(worker: &WorkerCommand, runx: Option<&Path>, pkg: &Path) {
         })
         .collect();
     let s = stats(&mut first);
-    println!(
-        "  first call on a new pool (20 pools):       p50 {:.3} ms  p99 {:.3} ms  (min {:.3}, max {:.3})",
-        ms(s.p50),
-        ms(s.p99),
-        ms(s.min),
-        ms(s.max)
-    );
+    println!("  first call on a new pool (20 pools):       {}", line(&s));
     println!(
         "  => worker spawn to ready (first − warm p50): p50 {:.3} ms  p99 {:.3} ms",
         ms(s.p50) - ms(w.p50),
         ms(s.p99) - ms(w.p50)
     );
-    let Some(runx) = runx else {
-        println!(
-            "  cold `runx skill` end to end: skipped, no release `runx` next to the bench; build it: cargo build --release -p runx-cli"
-        );
-        return;
-    };
+    let cold_runx = runx.and_then(|runx| cold_runx(runx, pkg, name));
+    Latency {
+        warm: w,
+        fresh: f,
+        first: s,
+        cold_runx,
+    }
+}
+
+fn line(s: &Stats) -> String {
+    format!(
+        "p50 {:.3} ms  p99 {:.3} ms  (min {:.3}, max {:.3})",
+        ms(s.p50),
+        ms(s.p99),
+        ms(s.min),
+        ms(s.max)
+    )
+}
+
+/// `runx skill` of the trivial runner from process start to exit, 20 times.
+fn cold_runx(runx: &Path, pkg: &Path, name: &str) -> Option<Stats> {
     let receipts = pkg.with_file_name("cold-receipts");
     let mut cold = Vec::new();
     for _ in 0..20 {
         let t = Instant::now();
         let status = Command::new(runx)
-            .args(["skill", "pkg", "trivial", "--receipt-dir"])
+            .args(["--engine", name, "skill", "pkg", "trivial", "--receipt-dir"])
             .arg(&receipts)
             .current_dir(pkg.parent().unwrap_or(Path::new(".")))
             .env_remove("RUNX_WORKER")
@@ -216,29 +266,45 @@ fn latency(worker: &WorkerCommand, runx: Option<&Path>, pkg: &Path) {
         match status {
             Ok(s) if s.success() => cold.push(took),
             other => {
-                println!("  cold `runx skill` end to end: failed: {other:?}");
-                return;
+                println!(
+                    "  cold `runx --engine {name} skill` end to end: failed: {other:?} (is `runx` built with this engine?)"
+                );
+                return None;
             }
         }
     }
     let _ = std::fs::remove_dir_all(&receipts);
     let c = stats(&mut cold);
     println!(
-        "  cold `runx skill` trivial, process start to exit (20 runs): p50 {:.3} ms  p99 {:.3} ms  (min {:.3}, max {:.3})",
-        ms(c.p50),
-        ms(c.p99),
-        ms(c.min),
-        ms(c.max)
+        "  cold `runx skill` trivial, process start to exit (20 runs): {}",
+        line(&c)
     );
+    Some(c)
 }
 
-/// What the scaling section needs of one archive size.
+/// One engine's figures for one page size.
+#[derive(Clone, Copy, Default)]
+struct EngineCell {
+    /// Median MB/s of the paged run through runx.
+    paged: f64,
+    /// Median MB/s of the same module on pre-framed pages in-process.
+    alone: Option<f64>,
+    /// Share of the paged wall spent in JavaScript, in %.
+    javascript_percent: f64,
+}
+
+/// What the later sections need of one archive size.
 struct SizeRow {
+    size_mib: u64,
     file_bytes: u64,
-    /// Median wall per page size, in [`PAGE_SIZES`] order.
+    /// Median wall of the default engine per page size, in [`PAGE_SIZES`] order.
     walls: Vec<Duration>,
-    /// Peak memory of a child `runx skill` over this archive (1 MiB pages).
-    memory: Option<Memory>,
+    /// Per page size (in [`PAGE_SIZES`] order), per engine (in the order measured).
+    cells: Vec<Vec<EngineCell>>,
+    /// Node.js MB/s per page size.
+    node: Vec<Option<f64>>,
+    /// Peak memory of a child `runx skill` over this archive (1 MiB pages), per engine.
+    memory: Vec<Option<Memory>>,
 }
 
 #[derive(Clone, Copy, Default)]
@@ -255,6 +321,7 @@ fn throughput(
     node: Option<&str>,
     ws: &Path,
     size_mib: u64,
+    engines: &[&str],
 ) -> Option<SizeRow> {
     let archive_path = ws.join("archive.js");
     let (data, records) = workload::archive((size_mib << 20) as usize);
@@ -268,98 +335,159 @@ fn throughput(
         data.len(),
         data.len() / records.max(1)
     );
-    let rt = Runtime::new(worker.clone()).with_pool_size(1);
+    let runtimes: Vec<Runtime> = engines
+        .iter()
+        .map(|e| {
+            Runtime::new(worker.clone())
+                .with_engine(e)
+                .with_pool_size(1)
+        })
+        .collect();
     let bench = Bench {
         workspace: ws.to_path_buf(),
         package: ws.join("pkg"),
         archive: "archive.js".to_string(),
     };
     let mut walls = Vec::new();
+    let mut cells = Vec::new();
+    let mut nodes = Vec::new();
     for page_bytes in PAGE_SIZES {
         let label = page_label(page_bytes);
-        let mut runs = Vec::new();
-        for _ in 0..RUNS {
-            match bench.run_pages(&rt, page_bytes, None) {
-                Ok(r) if r.records == records as u64 => runs.push(r),
-                Ok(r) => {
-                    println!(
-                        "  {label} pages: wrong result: {} records counted, {records} expected",
-                        r.records
-                    );
-                    return None;
-                }
-                Err(e) => {
-                    println!("  {label} pages: failed: {e}");
-                    return None;
-                }
+        let mut row = Vec::new();
+        for (rt, name) in runtimes.iter().zip(engines) {
+            let (cell, wall) = paged_cell(rt, &bench, &data, page_bytes, records, name)?;
+            if row.is_empty() {
+                walls.push(wall);
             }
+            row.push(cell);
         }
-        runs.sort_by_key(|r| r.wall);
-        let median = &runs[runs.len() / 2];
-        let (fast, slow) = (runs[0].wall, runs[runs.len() - 1].wall);
-        let secs = median.wall.as_secs_f64();
-        walls.push(median.wall);
-        println!(
-            "  runx paged, {label:>7} pages: median {:>6.1} MB/s  (spread {:.1}–{:.1}), {:>9.0} records/s, {} pages, wall {:.0} ms",
-            mb / secs,
-            mb / slow.as_secs_f64(),
-            mb / fast.as_secs_f64(),
-            records as f64 / secs,
-            median.pages,
-            ms(median.wall)
-        );
-        println!(
-            "      split of the median run: {}",
-            split_line(&median.split)
-        );
-        let engine = engine_limit(&data, page_bytes, records);
-        match &engine {
-            Ok(e) => {
-                let mut e = e.clone();
-                let s = stats(&mut e);
-                println!(
-                    "      engine in-process, fresh context per page: median {:>6.1} MB/s (spread {:.1}–{:.1}); paged/engine time = {:.2}x (runtime overhead)",
-                    mb / s.p50.as_secs_f64(),
-                    mb / s.max.as_secs_f64(),
-                    mb / s.min.as_secs_f64(),
-                    secs / s.p50.as_secs_f64()
-                );
+        cells.push(row);
+        let n = match node {
+            None => {
+                println!("      Node.js: skipped, `node` is not on PATH");
+                None
             }
-            Err(e) => println!("      engine in-process: failed: {e}"),
-        }
-        match node {
-            None => println!("      Node.js: skipped, `node` is not on PATH"),
             Some(version) => match node_pages(ws, page_bytes, records) {
                 Ok(mut n) => {
                     let s = stats(&mut n);
+                    let rate = mb / s.p50.as_secs_f64();
                     println!(
-                        "      Node.js {version}, same module and pages: median {:>6.1} MB/s (spread {:.1}–{:.1}); runx/Node time = {:.2}x",
-                        mb / s.p50.as_secs_f64(),
+                        "      Node.js {version}, same module and pages, {label:>7} pages: median {rate:>6.1} MB/s (spread {:.1}–{:.1})",
                         mb / s.max.as_secs_f64(),
                         mb / s.min.as_secs_f64(),
-                        secs / s.p50.as_secs_f64()
                     );
+                    Some(rate)
                 }
-                Err(e) => println!("      Node.js: failed: {e}"),
+                Err(e) => {
+                    println!("      Node.js: failed: {e}");
+                    None
+                }
             },
-        }
+        };
+        nodes.push(n);
     }
-    drop(rt);
+    drop(runtimes);
     let file_bytes = data.len() as u64;
     drop(data);
-    let memory = runx.and_then(|runx| match child_memory(runx, ws) {
-        Ok(m) => Some(m),
-        Err(e) => {
-            println!("  peak memory of `runx skill`: failed: {e}");
-            None
-        }
-    });
+    let memory = engines
+        .iter()
+        .map(|name| {
+            runx.and_then(|runx| match child_memory(runx, ws, name) {
+                Ok(m) => {
+                    println!(
+                        "  peak memory of a child `runx --engine {name} skill` (1 MiB pages): host VmHWM {:.1} MiB (counts touched pages of the mapped snapshot, file-backed), host anon {:.1} MiB, worker VmHWM {:.1} MiB",
+                        m.host_hwm_kib as f64 / 1024.0,
+                        m.host_anon_kib as f64 / 1024.0,
+                        m.worker_hwm_kib as f64 / 1024.0
+                    );
+                    Some(m)
+                }
+                Err(e) => {
+                    println!("  peak memory of `runx --engine {name} skill`: failed: {e}");
+                    None
+                }
+            })
+        })
+        .collect();
     let _ = std::fs::remove_file(&archive_path);
     Some(SizeRow {
+        size_mib,
         file_bytes,
         walls,
+        cells,
+        node: nodes,
         memory,
     })
+}
+
+/// One engine at one page size: the paged runs through runx and the engine alone.
+fn paged_cell(
+    rt: &Runtime,
+    bench: &Bench,
+    data: &[u8],
+    page_bytes: usize,
+    records: usize,
+    name: &str,
+) -> Option<(EngineCell, Duration)> {
+    let label = page_label(page_bytes);
+    let mb = data.len() as f64 / 1e6;
+    let mut runs = Vec::new();
+    for _ in 0..RUNS {
+        match bench.run_pages(rt, page_bytes, None) {
+            Ok(r) if r.records == records as u64 => runs.push(r),
+            Ok(r) => {
+                println!(
+                    "  {name} {label} pages: wrong result: {} records counted, {records} expected",
+                    r.records
+                );
+                return None;
+            }
+            Err(e) => {
+                println!("  {name} {label} pages: failed: {e}");
+                return None;
+            }
+        }
+    }
+    runs.sort_by_key(|r| r.wall);
+    let median = &runs[runs.len() / 2];
+    let (fast, slow) = (runs[0].wall, runs[runs.len() - 1].wall);
+    let secs = median.wall.as_secs_f64();
+    println!(
+        "  runx paged, {name:>7}, {label:>7} pages: median {:>6.1} MB/s  (spread {:.1}–{:.1}), {:>9.0} records/s, {} pages, wall {:.0} ms",
+        mb / secs,
+        mb / slow.as_secs_f64(),
+        mb / fast.as_secs_f64(),
+        records as f64 / secs,
+        median.pages,
+        ms(median.wall)
+    );
+    println!(
+        "      split of the median run: {}",
+        split_line(&median.split)
+    );
+    let alone = match engine_limit(data, page_bytes, records, name) {
+        Ok(mut e) => {
+            let s = stats(&mut e);
+            println!(
+                "      {name} in-process, fresh context per page: median {:>6.1} MB/s (spread {:.1}–{:.1}); paged/engine time = {:.2}x (runtime overhead)",
+                mb / s.p50.as_secs_f64(),
+                mb / s.max.as_secs_f64(),
+                mb / s.min.as_secs_f64(),
+                secs / s.p50.as_secs_f64()
+            );
+            Some(mb / s.p50.as_secs_f64())
+        }
+        Err(e) => {
+            println!("      {name} in-process: failed: {e}");
+            None
+        }
+    };
+    let cell = EngineCell {
+        paged: mb / secs,
+        alone,
+        javascript_percent: median.split.percent(median.split.engine_ms),
+    };
+    Some((cell, median.wall))
 }
 
 fn split_line(s: &TimeSplit) -> String {
@@ -371,10 +499,12 @@ fn split_line(s: &TimeSplit) -> String {
     format!("{} of {:.0} ms wall", parts.join(", "), s.wall_ms)
 }
 
-/// The same module over the same pages run directly in the engine: fresh context per page, no
-/// framing, pool or protocol in the timing. One time per run.
-fn engine_limit(data: &[u8], page_bytes: usize, records: usize) -> Result<Vec<Duration>, String> {
-    let limits = Limits::default().with_wall(Duration::from_secs(600));
+/// One framed page: its records back to back, their end offsets, and whether it is the last.
+type FramedPage = (Vec<u8>, Vec<u32>, bool);
+
+/// The pages of `data` as the runtime frames them.
+fn frame_pages(data: &[u8], page_bytes: usize) -> Result<Vec<FramedPage>, String> {
+    let limits = Limits::default();
     let budget = PageBudget {
         page_bytes,
         payload_bytes: limits
@@ -393,9 +523,22 @@ fn engine_limit(data: &[u8], page_bytes: usize, records: usize) -> Result<Vec<Du
         }
         pages.push((blob, ends, p.eof));
     }
+    Ok(pages)
+}
+
+/// The same module over the same pages run directly in the engine `name`: fresh context per
+/// page, no framing, pool or protocol in the timing. One time per run.
+fn engine_limit(
+    data: &[u8],
+    page_bytes: usize,
+    records: usize,
+    name: &str,
+) -> Result<Vec<Duration>, String> {
+    let limits = Limits::default().with_wall(Duration::from_secs(600));
+    let pages = frame_pages(data, page_bytes)?;
     let b = bundle(AGGREGATE_MODULE);
     let env = BTreeMap::new();
-    let mut engine = QuickJs::new();
+    let mut engine = engine(name);
     let mut times = Vec::new();
     for _ in 0..RUNS {
         let t = Instant::now();
@@ -498,11 +641,13 @@ fn node_pages(ws: &Path, page_bytes: usize, records: usize) -> Result<Vec<Durati
     Ok(times)
 }
 
-/// Runs `runx skill` over the archive (1 MiB pages) as a child, polling the memory high-water
-/// marks of it and its workers.
-fn child_memory(runx: &Path, ws: &Path) -> Result<Memory, String> {
+/// Runs `runx --engine NAME skill` over the archive (1 MiB pages) as a child, polling the
+/// memory high-water marks of it and its workers.
+fn child_memory(runx: &Path, ws: &Path, name: &str) -> Result<Memory, String> {
     let mut child = Command::new(runx)
         .args([
+            "--engine",
+            name,
             "skill",
             "pkg",
             &workload::runner_name(1 << 20),
@@ -558,11 +703,11 @@ export function burn(inputs) {
 }
 "#;
 
-/// Iterations of [`BURN_MODULE`] that take about 50 ms in the engine.
+/// Iterations of [`BURN_MODULE`] that take about 50 ms in the default engine.
 fn calibrate_burn() -> u64 {
     let b = bundle(BURN_MODULE);
     let env = BTreeMap::new();
-    let mut engine = QuickJs::new();
+    let mut engine = engine(runx_worker::serve::DEFAULT_ENGINE);
     let probe = 1_000_000u64;
     let input = format!("{{\"iterations\":{probe}}}");
     let t = Instant::now();
@@ -585,7 +730,10 @@ fn calibrate_burn() -> u64 {
 
 // Long on purpose: a benchmark reads top to bottom in the order of the report it prints.
 fn scaling(worker: &WorkerCommand, rows: &[SizeRow], have_runx: bool) {
-    println!("\nscaling");
+    println!(
+        "\nscaling (default engine, {})",
+        runx_worker::serve::DEFAULT_ENGINE
+    );
     if rows.len() >= 2 {
         for (i, page_bytes) in PAGE_SIZES.iter().enumerate() {
             let points: Vec<(f64, f64)> = rows
@@ -603,26 +751,7 @@ fn scaling(worker: &WorkerCommand, rows: &[SizeRow], have_runx: bool) {
     } else {
         println!("  wall-time growth exponent: needs at least two sizes in RUNX_BENCH_SIZES_MIB");
     }
-    if have_runx {
-        println!(
-            "  peak memory of a child `runx skill` (1 MiB pages); host VmHWM counts the touched pages of the mapped snapshot, which are file-backed and reclaimable; anon is the sampled peak of RssAnon:"
-        );
-        for r in rows {
-            match r.memory {
-                Some(m) => println!(
-                    "    {:>4} MiB: host VmHWM {:>7.1} MiB, host anon {:>6.1} MiB, worker VmHWM {:>6.1} MiB",
-                    (r.file_bytes + (1 << 19)) >> 20,
-                    m.host_hwm_kib as f64 / 1024.0,
-                    m.host_anon_kib as f64 / 1024.0,
-                    m.worker_hwm_kib as f64 / 1024.0
-                ),
-                None => println!(
-                    "    {:>4} MiB: not measured",
-                    (r.file_bytes + (1 << 19)) >> 20
-                ),
-            }
-        }
-    } else {
+    if !have_runx {
         println!(
             "  peak memory of `runx skill`: skipped, no release `runx` next to the bench; build it: cargo build --release -p runx-cli"
         );
@@ -698,4 +827,100 @@ fn scaling(worker: &WorkerCommand, rows: &[SizeRow], have_runx: bool) {
         );
     }
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+// Long on purpose: one markdown table per question, in the order the README shows them.
+fn summary(engines: &[&str], latencies: &[Latency], rows: &[SizeRow], node: Option<&str>) {
+    println!("\nsummary (markdown, as in the README)\n");
+    let mut head = String::from("| archive | page |");
+    let mut rule = String::from("|---|---|");
+    for e in engines {
+        head.push_str(&format!(" {e} paged MB/s | {e} alone MB/s |"));
+        rule.push_str("---|---|");
+    }
+    head.push_str(&format!(" Node.js {} MB/s |", node.unwrap_or("(absent)")));
+    rule.push_str("---|");
+    let compare = engines.len() > 1;
+    if compare {
+        head.push_str(&format!(" {0}/Node.js | {0}/{1} |", engines[1], engines[0]));
+        rule.push_str("---|---|");
+    }
+    println!("{head}\n{rule}");
+    let num = |v: Option<f64>| v.map_or("–".to_string(), |v| format!("{v:.1}"));
+    for r in rows {
+        for (i, page) in PAGE_SIZES.iter().enumerate() {
+            let mut line = format!("| {} MiB | {} |", r.size_mib, page_label(*page));
+            for c in &r.cells[i] {
+                line.push_str(&format!(
+                    " {:.1} ({:.0}% JS) | {} |",
+                    c.paged,
+                    c.javascript_percent,
+                    num(c.alone)
+                ));
+            }
+            line.push_str(&format!(" {} |", num(r.node[i])));
+            if compare {
+                let (q, v) = (r.cells[i][0].paged, r.cells[i][1].paged);
+                let vs_node = r.node[i].map(|n| v / n);
+                line.push_str(&format!(" {} | {:.2} |", num_ratio(vs_node), v / q));
+            }
+            println!("{line}");
+        }
+    }
+    println!();
+    let mut head = String::from("| |");
+    let mut rule = String::from("|---|");
+    for e in engines {
+        head.push_str(&format!(" {e} |"));
+        rule.push_str("---|");
+    }
+    println!("{head}\n{rule}");
+    let row = |label: &str, f: &dyn Fn(&Latency) -> String| {
+        let cells: Vec<String> = latencies.iter().map(f).collect();
+        println!("| {label} | {} |", cells.join(" | "));
+    };
+    row("warm call through the pool, p50 / p99 ms", &|l| {
+        format!("{:.3} / {:.3}", ms(l.warm.p50), ms(l.warm.p99))
+    });
+    row("in-process fresh context, p50 ms", &|l| {
+        format!("{:.3}", ms(l.fresh.p50))
+    });
+    row("cold worker: spawn to first answer, p50 ms", &|l| {
+        format!("{:.1}", ms(l.first.p50))
+    });
+    row("cold `runx skill` of a trivial runner, p50 ms", &|l| {
+        l.cold_runx
+            .as_ref()
+            .map_or("–".to_string(), |c| format!("{:.1}", ms(c.p50)))
+    });
+    if let Some(r) = rows.last() {
+        let mem = |i: usize, f: &dyn Fn(&Memory) -> u64| -> String {
+            r.memory
+                .get(i)
+                .copied()
+                .flatten()
+                .map_or("–".to_string(), |m| {
+                    format!("{:.1}", f(&m) as f64 / 1024.0)
+                })
+        };
+        let cells: Vec<String> = (0..engines.len())
+            .map(|i| mem(i, &|m| m.worker_hwm_kib))
+            .collect();
+        println!(
+            "| worker peak RSS, {} MiB archive at 1 MiB pages, MiB | {} |",
+            r.size_mib,
+            cells.join(" | ")
+        );
+        let cells: Vec<String> = (0..engines.len())
+            .map(|i| mem(i, &|m| m.host_anon_kib))
+            .collect();
+        println!(
+            "| host peak anonymous RSS, same run, MiB | {} |",
+            cells.join(" | ")
+        );
+    }
+}
+
+fn num_ratio(v: Option<f64>) -> String {
+    v.map_or("–".to_string(), |v| format!("{v:.2}"))
 }

@@ -77,14 +77,6 @@ use watchdog::Watchdog;
 /// worker holding a 60 MiB buffer and 40 MiB of objects measured 175 MiB here.
 const DATA_BYTES: u64 = 512 * 1024 * 1024;
 
-/// V8 flags, set once per process before V8 starts: the ES2025 features QuickJS-ng also has
-/// (`Float16Array`, `using`), which this V8 still keeps behind flags; and the stack V8 assumes
-/// a thread has, in KiB. Each isolate gets its own stack limit (`stack_bytes` below where it
-/// was made), but V8 checks, when a stack overflows, that the overflow happened within the
-/// first `--stack-size` of the thread's stack (its "central stack"); the default (984 KiB)
-/// is less than the frames above the engine plus a 1 MiB `stack_bytes`.
-const FLAGS: &str = "--js-float16array --js-explicit-resource-management";
-
 /// Background threads of V8's platform (concurrent GC and compilation), as Node.js and
 /// deno_core cap them.
 const PLATFORM_THREADS: u32 = 4;
@@ -103,7 +95,8 @@ static PLATFORM: OnceLock<v8::SharedRef<v8::Platform>> = OnceLock::new();
 
 fn platform() -> &'static v8::SharedRef<v8::Platform> {
     PLATFORM.get_or_init(|| {
-        v8::V8::set_flags_from_string(FLAGS);
+        // No flags: this V8 ships every ES2025 feature QuickJS-ng has (`Float16Array`,
+        // `using`, iterator helpers, …) without them.
         let threads = std::thread::available_parallelism()
             .map_or(1, |n| n.get() as u32)
             .min(PLATFORM_THREADS);
