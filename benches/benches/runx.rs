@@ -8,8 +8,9 @@
 //! and `runx` built with `--features runx-worker/v8,runx-cli/v8`), V8 is measured beside
 //! QuickJS and the report ends with the side-by-side tables of the README.
 
+use runx_benches::memory::{Peaks, Sampler, system_shmem_kib};
 use runx_benches::workload::{self, AGGREGATE_MODULE, Bench, PAGE_SIZES, TimeSplit};
-use runx_benches::{Stats, children_of, growth_exponent, proc_status_kib, stats};
+use runx_benches::{Stats, growth_exponent, stats};
 use runx_runtime::Runtime;
 use runx_runtime::framing::{Framer, PageBudget};
 use runx_runtime::limits::STATE_BYTES;
@@ -120,6 +121,9 @@ fn main() {
         }
     }
     scaling(&worker, &rows, runx.is_some());
+    if let Some(runx) = runx.as_deref() {
+        concurrency_memory(runx, &ws);
+    }
     summary(&engines, &latencies, &rows, node.as_deref());
     let _ = std::fs::remove_dir_all(&ws);
 }
@@ -309,9 +313,8 @@ struct SizeRow {
 
 #[derive(Clone, Copy, Default)]
 struct Memory {
-    host_hwm_kib: u64,
-    host_anon_kib: u64,
-    worker_hwm_kib: u64,
+    /// Peaks over `runx` and its worker (see `runx_benches::memory`).
+    peaks: Peaks,
 }
 
 // Long on purpose: a benchmark reads top to bottom in the order of the report it prints.
@@ -395,10 +398,9 @@ fn throughput(
             runx.and_then(|runx| match child_memory(runx, ws, name) {
                 Ok(m) => {
                     println!(
-                        "  peak memory of a child `runx --engine {name} skill` (1 MiB pages): host VmHWM {:.1} MiB (counts touched pages of the mapped snapshot, file-backed), host anon {:.1} MiB, worker VmHWM {:.1} MiB",
-                        m.host_hwm_kib as f64 / 1024.0,
-                        m.host_anon_kib as f64 / 1024.0,
-                        m.worker_hwm_kib as f64 / 1024.0
+                        "  peak memory of a child `runx --engine {name} skill` and its worker (1 MiB pages): non-evictable {:.1} MiB, resident {:.1} MiB",
+                        m.peaks.non_evictable_kib as f64 / 1024.0,
+                        m.peaks.resident_kib as f64 / 1024.0,
                     );
                     Some(m)
                 }
@@ -641,58 +643,64 @@ fn node_pages(ws: &Path, page_bytes: usize, records: usize) -> Result<Vec<Durati
     Ok(times)
 }
 
-/// Runs `runx --engine NAME skill` over the archive (1 MiB pages) as a child, polling the
-/// memory high-water marks of it and its workers.
+/// Runs `runx --engine NAME skill` over the archive (1 MiB pages) as a child, sampling the
+/// resident and non-evictable memory of it and its worker.
 fn child_memory(runx: &Path, ws: &Path, name: &str) -> Result<Memory, String> {
-    let mut child = Command::new(runx)
-        .args([
-            "--engine",
-            name,
-            "skill",
-            "pkg",
-            &workload::runner_name(1 << 20),
-            "-i",
-            "archive_file=archive.js",
-            "--receipt-dir",
-            "mem-receipts",
-        ])
-        .current_dir(ws)
-        .env_remove("RUNX_WORKER")
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .map_err(|e| e.to_string())?;
-    let pid = child.id();
-    let mut m = Memory::default();
-    let status = loop {
-        if let Some(v) = proc_status_kib(pid, "VmHWM") {
-            m.host_hwm_kib = m.host_hwm_kib.max(v);
-        }
-        if let Some(v) = proc_status_kib(pid, "RssAnon") {
-            m.host_anon_kib = m.host_anon_kib.max(v);
-        }
-        for w in children_of(pid) {
-            if let Some(v) = proc_status_kib(w, "VmHWM") {
-                m.worker_hwm_kib = m.worker_hwm_kib.max(v);
-            }
-        }
-        match child.try_wait() {
-            Ok(Some(s)) => break s,
-            Ok(None) => std::thread::sleep(Duration::from_millis(10)),
-            Err(e) => return Err(e.to_string()),
-        }
-    };
-    let _ = std::fs::remove_dir_all(ws.join("mem-receipts"));
-    if !status.success() {
-        let mut err = String::new();
-        if let Some(mut e) = child.stderr.take() {
-            use std::io::Read;
-            let _ = e.read_to_string(&mut err);
-        }
-        return Err(format!("{status}: {}", err.trim()));
+    let runs = concurrent_runs(runx, ws, 1, name)?;
+    Ok(Memory { peaks: runs })
+}
+
+/// Runs `n` `runx --engine NAME skill` over the same archive at once (1 MiB pages), sampling
+/// the sum of their trees and the growth of the system's shared memory.
+fn concurrent_runs(runx: &Path, ws: &Path, n: usize, name: &str) -> Result<Peaks, String> {
+    let mut children = Vec::new();
+    let mut samplers = Vec::new();
+    let baseline = system_shmem_kib();
+    for i in 0..n {
+        let child = Command::new(runx)
+            .args([
+                "--engine",
+                name,
+                "skill",
+                "pkg",
+                &workload::runner_name(1 << 20),
+                "-i",
+                "archive_file=archive.js",
+                "--receipt-dir",
+                &format!("mem-receipts-{i}"),
+            ])
+            .current_dir(ws)
+            .env_remove("RUNX_WORKER")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .map_err(|e| e.to_string())?;
+        samplers.push(Sampler::start(child.id(), Duration::from_millis(10)));
+        children.push(child);
     }
-    Ok(m)
+    let mut total = Peaks::default();
+    let mut failure = None;
+    for (i, (child, sampler)) in children.into_iter().zip(samplers).enumerate() {
+        let out = child.wait_with_output().map_err(|e| e.to_string())?;
+        let p = sampler.finish();
+        // Trees run side by side: their peaks are summed (an upper bound of the joint peak).
+        total.resident_kib += p.resident_kib;
+        total.non_evictable_kib += p.non_evictable_kib;
+        let _ = std::fs::remove_dir_all(ws.join(format!("mem-receipts-{i}")));
+        if !out.status.success() {
+            failure = Some(format!(
+                "{}: {}",
+                out.status,
+                String::from_utf8_lossy(&out.stderr).trim()
+            ));
+        }
+    }
+    total.shmem_growth_kib = system_shmem_kib().saturating_sub(baseline);
+    match failure {
+        Some(f) => Err(f),
+        None => Ok(total),
+    }
 }
 
 const BURN_MODULE: &str = r#"
@@ -726,6 +734,37 @@ fn calibrate_burn() -> u64 {
         return probe;
     }
     ((probe as f64) * 0.050 / took) as u64
+}
+
+/// Memory of N concurrent paged runs (default engine) over one archive of M MiB:
+/// `RUNX_BENCH_CONCURRENT=NxM` (default 4x64; the issue's check is 8x400).
+fn concurrency_memory(runx: &Path, ws: &Path) {
+    let spec = std::env::var("RUNX_BENCH_CONCURRENT").unwrap_or_else(|_| "4x64".to_string());
+    let parsed = spec
+        .split_once('x')
+        .and_then(|(n, m)| Some((n.parse::<usize>().ok()?, m.parse::<u64>().ok()?)));
+    let Some((n, mib)) = parsed.filter(|&(n, m)| n > 0 && m > 0) else {
+        println!("\nconcurrent memory: skipped, RUNX_BENCH_CONCURRENT is `{spec}`, not NxMIB");
+        return;
+    };
+    let path = ws.join("archive.js");
+    let written =
+        std::fs::File::create(&path).and_then(|mut f| workload::write_archive(&mut f, mib << 20));
+    if let Err(e) = written {
+        println!("\nconcurrent memory: skipped, cannot write the archive: {e}");
+        return;
+    }
+    match concurrent_runs(runx, ws, n, runx_worker::serve::DEFAULT_ENGINE) {
+        Ok(p) => println!(
+            "\nconcurrent memory: {n} runs of `runx skill` over one {mib} MiB archive at once (1 MiB pages): non-evictable {:.1} MiB in all ({:.1} MiB per run), resident {:.1} MiB in all, system Shmem grew {:.1} MiB",
+            p.non_evictable_kib as f64 / 1024.0,
+            p.non_evictable_kib as f64 / 1024.0 / n as f64,
+            p.resident_kib as f64 / 1024.0,
+            p.shmem_growth_kib as f64 / 1024.0,
+        ),
+        Err(e) => println!("\nconcurrent memory: failed: {e}"),
+    }
+    let _ = std::fs::remove_file(&path);
 }
 
 // Long on purpose: a benchmark reads top to bottom in the order of the report it prints.
@@ -904,18 +943,18 @@ fn summary(engines: &[&str], latencies: &[Latency], rows: &[SizeRow], node: Opti
                 })
         };
         let cells: Vec<String> = (0..engines.len())
-            .map(|i| mem(i, &|m| m.worker_hwm_kib))
+            .map(|i| mem(i, &|m| m.peaks.non_evictable_kib))
             .collect();
         println!(
-            "| worker peak RSS, {} MiB archive at 1 MiB pages, MiB | {} |",
+            "| peak non-evictable memory of `runx skill` and its worker, {} MiB archive at 1 MiB pages, MiB | {} |",
             r.size_mib,
             cells.join(" | ")
         );
         let cells: Vec<String> = (0..engines.len())
-            .map(|i| mem(i, &|m| m.host_anon_kib))
+            .map(|i| mem(i, &|m| m.peaks.resident_kib))
             .collect();
         println!(
-            "| host peak anonymous RSS, same run, MiB | {} |",
+            "| peak resident memory, same run, MiB | {} |",
             cells.join(" | ")
         );
     }

@@ -3,6 +3,7 @@
 //! memory peaks.
 #![forbid(unsafe_code)]
 
+pub mod memory;
 pub mod workload;
 
 use std::time::Duration;

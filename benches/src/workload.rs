@@ -194,6 +194,8 @@ pub struct PagesRun {
     pub records: u64,
     /// The receipt's split.
     pub split: TimeSplit,
+    /// Peak memory of this process and its workers during the run.
+    pub memory: crate::memory::Peaks,
 }
 
 /// Where [`run_pages`] finds its package and archive.
@@ -222,9 +224,11 @@ impl Bench {
         req.workspace = self.workspace.clone();
         req.receipt_dir = Some(self.workspace.join("receipts"));
         req.progress = progress;
+        let sampler = crate::memory::Sampler::start(std::process::id(), Duration::from_millis(10));
         let started = Instant::now();
         let out = rt.run(&req);
         let wall = started.elapsed();
+        let memory = sampler.finish();
         if let Some(p) = &out.receipt_path {
             let _ = std::fs::remove_file(p);
         }
@@ -236,6 +240,7 @@ impl Bench {
             pages: artifact.page_count,
             records,
             split: TimeSplit::from_timings(&artifact.timings),
+            memory,
         })
     }
 }

@@ -128,6 +128,11 @@ impl Cell {
             "timings_ms": ms,
             "receipt_wall_ms": s.wall_ms,
             "split_percent": pct,
+            "memory_mib": {
+                "non_evictable": m.memory.non_evictable_kib as f64 / 1024.0,
+                "resident": m.memory.resident_kib as f64 / 1024.0,
+                "shmem_growth": m.memory.shmem_growth_kib as f64 / 1024.0,
+            },
         })
     }
 }
@@ -294,10 +299,10 @@ fn report(args: &PagesArgs, cells: &[Cell]) -> ExitCode {
 
 fn print_header(runs: u32) {
     println!(
-        "median of {runs} run(s); time split in % of the paged wall (framing overlaps the calls)"
+        "median of {runs} run(s); time split in % of the paged wall (framing overlaps the calls); peak memory of runx and its worker in MiB: non-evictable (RssAnon + shared memory) / resident"
     );
     println!(
-        "{:>8} {:>8} {:>6} {:>8} {:>11} {:>10} {:>8} {:>10} {:>11} {:>7}",
+        "{:>8} {:>8} {:>6} {:>8} {:>11} {:>10} {:>8} {:>10} {:>11} {:>7} {:>14}",
         "size",
         "page",
         "pages",
@@ -307,7 +312,8 @@ fn print_header(runs: u32) {
         "framing",
         "transport",
         "javascript",
-        "result"
+        "result",
+        "memory"
     );
 }
 
@@ -315,7 +321,7 @@ fn print_row(c: &Cell) {
     let m = c.median();
     let s = &m.split;
     println!(
-        "{:>8} {:>8} {:>6} {:>8.1} {:>11.0} {:>9.1}% {:>7.1}% {:>9.1}% {:>10.1}% {:>6.1}%",
+        "{:>8} {:>8} {:>6} {:>8.1} {:>11.0} {:>9.1}% {:>7.1}% {:>9.1}% {:>10.1}% {:>6.1}% {:>6.1} / {:>5.1}",
         human(c.size),
         human(c.page_bytes),
         m.pages,
@@ -326,6 +332,8 @@ fn print_row(c: &Cell) {
         s.percent(s.transport_ms),
         s.percent(s.engine_ms),
         s.percent(s.result_ms),
+        m.memory.non_evictable_kib as f64 / 1024.0,
+        m.memory.resident_kib as f64 / 1024.0,
     );
 }
 

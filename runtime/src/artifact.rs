@@ -1,10 +1,27 @@
-//! Artifact admission: a contained regular file copied once into an immutable, memory-mapped
-//! snapshot while it is hashed.
+//! Artifact admission: a contained regular file turned once into an immutable snapshot, hashed,
+//! and memory-mapped.
+//!
+//! The snapshot is an unnamed file on a disk-backed file system (the runtime's temporary
+//! directory), so its pages are ordinary page cache the kernel can evict under pressure: a run
+//! pins no memory in proportion to the artifact. It is made one of two ways:
+//!
+//! - **reflink** (`FICLONE`) where the file system shares extents between files (Btrfs, XFS):
+//!   the clone costs no copy, and later writes to the source cannot reach it (copy on write).
+//!   The digest is computed by reading the clone, so the bytes hashed are the clone's bytes.
+//! - **copy** everywhere else: the source is read once, each chunk is written to the snapshot
+//!   and hashed (on a second thread, one chunk behind), so the bytes hashed are the bytes
+//!   written. Write-back is started as the copy goes, so the page cache holds clean, evictable
+//!   pages soon after admission.
+//!
+//! Either way the snapshot is never linked into a directory, only this process holds a
+//! writable descriptor to it, and it is made read-only (mode `0400`) before use; workers
+//! receive a read-only descriptor. Nothing that holds a writable handle writes after the hash.
 
 use crate::limits::{ARTIFACT_BYTES, LimitDef};
 use sha2::{Digest, Sha256};
 use std::io::{self, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Why an artifact was not admitted.
@@ -101,10 +118,30 @@ pub struct Artifact {
     pub whole_digest: String,
     /// Size of the snapshot in bytes.
     pub bytes: u64,
+    /// How the snapshot was made.
+    pub made: Snapshot,
     map: Option<memmap2::Mmap>,
+    /// A read-only descriptor of the snapshot, for workers to read their pages from.
+    read_only: Option<Arc<std::fs::File>>,
+}
+
+/// How a snapshot was made.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Snapshot {
+    /// A reflink clone of the source (no copy).
+    Reflink,
+    /// A copy of the source.
+    Copy,
 }
 
 impl Artifact {
+    /// A read-only descriptor of the snapshot: a worker reads its page's byte range from it,
+    /// so page bytes do not travel through the worker's pipe. `None` when the snapshot could
+    /// not be reopened read-only (pages then travel inline).
+    pub fn read_only(&self) -> Option<&Arc<std::fs::File>> {
+        self.read_only.as_ref()
+    }
+
     /// The snapshot's bytes.
     pub fn data(&self) -> &[u8] {
         self.map.as_deref().unwrap_or(&[])
@@ -143,10 +180,24 @@ pub fn admit(path: &str, root: &Path, instance: &str) -> Result<Artifact, Admiss
         path: path.to_string(),
         source,
     };
-    let mut snapshot = snapshot_file().map_err(copy)?;
-    let (total, digest) = copy_and_hash(&mut file, &mut snapshot, path)?;
-    snapshot.flush().map_err(copy)?;
-    seal(&snapshot);
+    let mut snapshot = tempfile::tempfile().map_err(copy)?;
+    let (made, total, digest) = match clone_into(&file, &snapshot) {
+        Ok(total) => {
+            let digest = hash_snapshot(&mut snapshot).map_err(copy)?;
+            (Snapshot::Reflink, total, digest)
+        }
+        Err(_) => {
+            let (total, digest) = copy_and_hash(&mut file, &mut snapshot, path)?;
+            (Snapshot::Copy, total, digest)
+        }
+    };
+    if total > ARTIFACT_BYTES.max {
+        return Err(AdmissionError::TooLarge {
+            path: path.to_string(),
+            bytes: total,
+        });
+    }
+    seal(&snapshot).map_err(copy)?;
     snapshot.seek(SeekFrom::Start(0)).map_err(copy)?;
     let map = if total == 0 {
         None
@@ -160,8 +211,52 @@ pub fn admit(path: &str, root: &Path, instance: &str) -> Result<Artifact, Admiss
         ),
         whole_digest: digest,
         bytes: total,
+        made,
         map,
+        read_only: reopen_read_only(&snapshot).map(Arc::new),
     })
+}
+
+/// Makes `snapshot` a reflink clone of `source`, returning its size; fails where the file
+/// system cannot share extents (ext4, tmpfs, across file systems).
+fn clone_into(source: &std::fs::File, snapshot: &std::fs::File) -> io::Result<u64> {
+    rustix::fs::ioctl_ficlone(snapshot, source)?;
+    Ok(snapshot.metadata()?.len())
+}
+
+/// The digest of a cloned snapshot, read from the clone itself.
+fn hash_snapshot(snapshot: &mut std::fs::File) -> io::Result<String> {
+    snapshot.seek(SeekFrom::Start(0))?;
+    let mut h = Sha256::new();
+    let mut buf = vec![0u8; CHUNK_BYTES];
+    loop {
+        let n = read_full(snapshot, &mut buf)?;
+        if n == 0 {
+            return Ok(crate::digest::spell(&h.finalize()));
+        }
+        h.update(&buf[..n]);
+    }
+}
+
+/// Makes the snapshot read-only for everyone (mode `0400`): the descriptor this process holds
+/// keeps its write access, which it no longer uses; any reopening for writing is refused
+/// (except to a privileged process).
+fn seal(snapshot: &std::fs::File) -> io::Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    snapshot.set_permissions(std::fs::Permissions::from_mode(0o400))
+}
+
+/// A new, read-only open file description of the unnamed snapshot, through `/proc`.
+fn reopen_read_only(snapshot: &std::fs::File) -> Option<std::fs::File> {
+    use std::os::fd::AsRawFd;
+    let path = format!("/proc/self/fd/{}", snapshot.as_raw_fd());
+    match std::fs::File::open(&path) {
+        Ok(f) => Some(f),
+        Err(e) => {
+            tracing::debug!("cannot reopen the snapshot read-only ({e}); pages travel inline");
+            None
+        }
+    }
 }
 
 /// Opens `path` inside `root`: relative, resolving inside the scope, a regular file within
@@ -208,32 +303,6 @@ fn open_contained(path: &str, root: &Path) -> Result<std::fs::File, AdmissionErr
     Ok(file)
 }
 
-/// A new, empty, unnamed file for a snapshot: a memory file where the kernel has them (no disk
-/// writeback competes with the run, and nothing else can open it), else an unlinked temporary
-/// file.
-fn snapshot_file() -> std::io::Result<std::fs::File> {
-    use nix::sys::memfd::{MFdFlags, memfd_create};
-    match memfd_create(
-        c"runx-artifact",
-        MFdFlags::MFD_CLOEXEC | MFdFlags::MFD_ALLOW_SEALING,
-    ) {
-        Ok(fd) => Ok(std::fs::File::from(fd)),
-        Err(_) => tempfile::tempfile(),
-    }
-}
-
-/// Seals a memory-file snapshot against any further change (writes, growth, shrinking), so
-/// the bytes that were hashed are the bytes every page reads. A temporary file cannot be
-/// sealed; it is unlinked and only this process holds it.
-fn seal(snapshot: &std::fs::File) {
-    use nix::fcntl::{FcntlArg, SealFlag, fcntl};
-    let seals = SealFlag::F_SEAL_SEAL
-        | SealFlag::F_SEAL_SHRINK
-        | SealFlag::F_SEAL_GROW
-        | SealFlag::F_SEAL_WRITE;
-    let _ = fcntl(snapshot, FcntlArg::F_ADD_SEALS(seals));
-}
-
 /// Bytes read, hashed and written at a time.
 const CHUNK_BYTES: usize = 1 << 20;
 
@@ -276,6 +345,7 @@ fn copy_and_hash(
             }
             buf.truncate(n);
             snapshot.write_all(&buf).map_err(&io)?;
+            start_writeback(snapshot, total - n as u64, n);
             if to_hash.send(buf).is_err() {
                 break;
             }
@@ -286,6 +356,27 @@ fn copy_and_hash(
             .map_err(|_| io(io::Error::other("the hashing thread failed")))?;
         Ok((total, digest))
     })
+}
+
+/// Starts write-back of a range just written, so its page cache turns clean (evictable) soon
+/// instead of staying dirty until the kernel's own timer; best effort.
+#[allow(unsafe_code)]
+fn start_writeback(snapshot: &std::fs::File, offset: u64, len: usize) {
+    use std::os::fd::AsRawFd;
+    let (Ok(offset), Ok(len)) = (i64::try_from(offset), i64::try_from(len)) else {
+        return;
+    };
+    // SAFETY: `sync_file_range` only reads its integer arguments; the descriptor is valid for
+    // the duration of the call (borrowed from `snapshot`), and the call starts asynchronous
+    // write-back of pages this process wrote; it touches no memory of this process.
+    let _ = unsafe {
+        libc::sync_file_range(
+            snapshot.as_raw_fd(),
+            offset,
+            len,
+            libc::SYNC_FILE_RANGE_WRITE,
+        )
+    };
 }
 
 /// Reads until `buf` is full or the file ends.
@@ -304,9 +395,9 @@ fn read_full(file: &mut std::fs::File, buf: &mut [u8]) -> std::io::Result<usize>
 
 #[allow(unsafe_code)]
 fn map_snapshot(file: &std::fs::File) -> std::io::Result<memmap2::Mmap> {
-    // SAFETY: the snapshot is a sealed memory file or an unlinked temporary file, created and
-    // written by this process alone before mapping; nothing can open, truncate or modify it
-    // while the map is alive.
+    // SAFETY: the snapshot is an unnamed file this process created, wrote (or cloned) and made
+    // read-only before mapping; no other process has a writable handle to it and this process
+    // never writes it again, so the mapped bytes do not change while the map is alive.
     unsafe { memmap2::Mmap::map(file) }
 }
 
@@ -326,6 +417,33 @@ mod tests {
         let b = admit("a.json", dir.path(), "test").unwrap();
         assert_ne!(a.artifact_ref, b.artifact_ref);
         assert_eq!(b.data(), b"[4, 5, 6, 7, 8]");
+    }
+
+    #[test]
+    fn the_snapshot_is_an_unnamed_read_only_file_on_disk() {
+        use std::io::Write as _;
+        use std::os::fd::AsRawFd;
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("a.json"), b"[1, 2, 3]").unwrap();
+        let a = admit("a.json", dir.path(), "test").unwrap();
+        let ro = a.read_only().expect("a read-only descriptor for workers");
+        let link = std::fs::read_link(format!("/proc/self/fd/{}", ro.as_raw_fd())).unwrap();
+        let link = link.to_string_lossy();
+        // Not a memory file (whose pages no reclaim can take), and linked nowhere.
+        assert!(!link.starts_with("/memfd:"), "{link}");
+        assert!(link.ends_with("(deleted)"), "{link}");
+        assert_eq!(ro.metadata().unwrap().permissions().mode() & 0o777, 0o400);
+        assert!(
+            (&**ro).write_all(b"x").is_err(),
+            "the workers' descriptor is read-only"
+        );
+        let mut bytes = Vec::new();
+        std::io::Read::read_to_end(&mut &**ro, &mut bytes).unwrap();
+        assert_eq!(bytes, b"[1, 2, 3]");
+        // ext4 and tmpfs cannot clone; either way the digest is of the bytes paged.
+        assert!(matches!(a.made, Snapshot::Copy | Snapshot::Reflink));
+        assert_eq!(a.whole_digest, crate::digest::sha256_hex(a.data()));
     }
 
     #[test]

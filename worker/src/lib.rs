@@ -41,6 +41,7 @@
 #![warn(missing_docs)]
 
 pub mod bundle;
+pub mod descriptor;
 pub mod engine;
 pub mod failure;
 pub mod fatal;

@@ -1,17 +1,19 @@
 //! One worker process seen from the host: spawn, handshake, invoke under a deadline, kill.
 
 use crate::bundle::ModuleBundle;
+use crate::descriptor;
 use crate::engine::ConsoleLog;
 use crate::failure::Failure;
 use crate::frame::{FrameError, read_frame, split_payload, write_frame};
 use crate::limits::{Limit, Limits};
-use crate::protocol::{Header, Message, PageLayout, encode_ends};
+use crate::protocol::{ByteRange, Header, Message, PageLayout, encode_ends, encode_spans};
 use nix::sys::signal::{Signal, killpg};
 use nix::unistd::Pid;
 use std::collections::{BTreeMap, HashSet};
 use std::ffi::OsString;
 use std::io::{BufWriter, Read};
-use std::os::fd::AsFd;
+use std::os::fd::{AsFd, AsRawFd};
+use std::os::unix::net::UnixStream;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStderr, ChildStdin, ChildStdout, Command, Stdio};
@@ -53,15 +55,77 @@ impl WorkerCommand {
     }
 }
 
-/// Records of one page as the host sends them.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+/// One page as the host sends it.
+#[derive(Clone, Debug)]
 pub struct PagePayload {
     /// `runx_page` metadata as JSON (everything but `records`).
     pub meta: Vec<u8>,
-    /// End offset of each record in `blob`.
-    pub ends: Vec<u32>,
-    /// The records' bytes back to back.
-    pub blob: Vec<u8>,
+    /// The page's records.
+    pub records: PageRecords,
+}
+
+/// Where a page's records are.
+#[derive(Clone, Debug)]
+pub enum PageRecords {
+    /// In the frame: the records' bytes back to back, with the end offset of each.
+    Inline {
+        /// End offset of each record in `blob`.
+        ends: Vec<u32>,
+        /// The records' bytes back to back.
+        blob: Vec<u8>,
+    },
+    /// In a byte range of a read-only file the worker reads itself: the frame carries only the
+    /// range and each record's span in it.
+    Range {
+        /// The artifact's snapshot, opened read-only.
+        file: Arc<std::fs::File>,
+        /// The range: first byte and length.
+        range: ByteRange,
+        /// Each record's start and end, relative to the range.
+        spans: Vec<(u32, u32)>,
+    },
+}
+
+impl PageRecords {
+    /// Number of records.
+    pub fn count(&self) -> usize {
+        match self {
+            PageRecords::Inline { ends, .. } => ends.len(),
+            PageRecords::Range { spans, .. } => spans.len(),
+        }
+    }
+
+    /// Bytes of the records themselves.
+    pub fn record_bytes(&self) -> usize {
+        match self {
+            PageRecords::Inline { blob, .. } => blob.len(),
+            PageRecords::Range { spans, .. } => spans.iter().map(|(s, e)| (e - s) as usize).sum(),
+        }
+    }
+
+    /// The records in the frame's layout, reading a range from its file (for a worker that
+    /// cannot read descriptors).
+    fn to_inline(&self) -> std::io::Result<(Vec<u32>, Vec<u8>)> {
+        match self {
+            PageRecords::Inline { ends, blob } => Ok((ends.clone(), blob.clone())),
+            PageRecords::Range { file, range, spans } => {
+                use std::os::unix::fs::FileExt;
+                let len = usize::try_from(range.len).map_err(std::io::Error::other)?;
+                let mut bytes = vec![0u8; len];
+                file.read_exact_at(&mut bytes, range.offset)?;
+                let mut blob = Vec::with_capacity(self.record_bytes());
+                let mut ends = Vec::with_capacity(spans.len());
+                for &(start, end) in spans {
+                    let record = bytes
+                        .get(start as usize..end as usize)
+                        .ok_or_else(|| std::io::Error::other("a record span leaves its range"))?;
+                    blob.extend_from_slice(record);
+                    ends.push(u32::try_from(blob.len()).map_err(std::io::Error::other)?);
+                }
+                Ok((ends, blob))
+            }
+        }
+    }
 }
 
 /// One call to run in a worker.
@@ -103,13 +167,13 @@ impl Call {
 }
 
 impl Call {
-    /// Bytes of input the worker receives: the input object and the page, if any.
+    /// Bytes of input the call weighs against its limit, however its page travels: the input
+    /// object, the page metadata, four bytes per record and the records.
     pub fn input_bytes(&self) -> usize {
         self.input.len()
-            + self
-                .page
-                .as_ref()
-                .map_or(0, |p| p.meta.len() + 4 * p.ends.len() + p.blob.len())
+            + self.page.as_ref().map_or(0, |p| {
+                p.meta.len() + 4 * p.records.count() + p.records.record_bytes()
+            })
     }
 }
 
@@ -142,6 +206,36 @@ pub(crate) enum InvokeError {
 }
 
 type Replies = Receiver<Result<Vec<u8>, FrameError>>;
+
+/// A page laid out for the frame.
+struct PageParts<'p> {
+    layout: PageLayout,
+    table: Vec<u8>,
+    blob: Vec<u8>,
+    file: Option<&'p std::fs::File>,
+}
+
+/// Makes `channel` the child's fd 3 (see [`descriptor`]).
+#[allow(unsafe_code)]
+fn give_descriptor_channel(cmd: &mut Command, channel: std::os::fd::RawFd) {
+    let target = descriptor::WORKER_FD;
+    // SAFETY: the closure runs in the forked child before `exec`, where only async-signal-safe
+    // calls are allowed: it calls `dup2` and `fcntl` only, allocates nothing and takes no lock.
+    // `channel` is a descriptor the parent keeps open until `spawn` returns.
+    unsafe {
+        cmd.pre_exec(move || {
+            if channel == target {
+                // `dup2` onto itself keeps close-on-exec; clear it instead.
+                if libc::fcntl(target, libc::F_SETFD, 0) == -1 {
+                    return Err(std::io::Error::last_os_error());
+                }
+            } else if libc::dup2(channel, target) == -1 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+}
 
 /// Why a worker could not be started.
 #[derive(Debug, thiserror::Error)]
@@ -216,6 +310,10 @@ fn keep_stderr_tail(pid: u32, mut stderr: ChildStderr) -> Result<Arc<Mutex<Vec<u
 pub(crate) struct WorkerProcess {
     child: Child,
     stdin: BufWriter<ChildStdin>,
+    /// The host end of the descriptor channel (the worker's fd 3).
+    descriptors: UnixStream,
+    /// Whether the worker said it reads page records from descriptors.
+    pages_by_descriptor: bool,
     replies: Replies,
     stderr_tail: Arc<Mutex<Vec<u8>>>,
     bundles: HashSet<String>,
@@ -237,19 +335,22 @@ impl WorkerProcess {
         cwd: &Path,
         startup: Duration,
     ) -> Result<WorkerProcess, SpawnError> {
-        let mut child = Command::new(&command.program)
-            .args(&command.args)
+        let (descriptors, worker_end) = UnixStream::pair().map_err(SpawnError::Thread)?;
+        let mut cmd = Command::new(&command.program);
+        cmd.args(&command.args)
             .env_clear()
             .current_dir(cwd)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
-            .process_group(0)
-            .spawn()
-            .map_err(|source| SpawnError::Start {
-                program: command.program.clone(),
-                source,
-            })?;
+            .process_group(0);
+        give_descriptor_channel(&mut cmd, worker_end.as_raw_fd());
+        let mut child = cmd.spawn().map_err(|source| SpawnError::Start {
+            program: command.program.clone(),
+            source,
+        })?;
+        // The worker holds its own end now.
+        drop(worker_end);
         let pid = child.id();
         let (Some(stdin), Some(stdout), Some(stderr)) =
             (child.stdin.take(), child.stdout.take(), child.stderr.take())
@@ -277,6 +378,8 @@ impl WorkerProcess {
         let mut worker = WorkerProcess {
             child,
             stdin: BufWriter::with_capacity(64 * 1024, stdin),
+            descriptors,
+            pages_by_descriptor: false,
             replies,
             stderr_tail,
             bundles: HashSet::new(),
@@ -299,7 +402,20 @@ impl WorkerProcess {
             return Err(self.explain(&format!("the worker did not accept `hello`: {e}")));
         }
         match self.next_reply(Instant::now() + startup) {
-            Ok((header, _)) if matches!(header.message, Message::Ready { .. }) => Ok(()),
+            Ok((
+                Header {
+                    message:
+                        Message::Ready {
+                            pages_by_descriptor,
+                            ..
+                        },
+                    ..
+                },
+                _,
+            )) => {
+                self.pages_by_descriptor = pages_by_descriptor;
+                Ok(())
+            }
             Ok((header, _)) => Err(format!(
                 "the worker answered `hello` with {:?} instead of `ready`",
                 header.message
@@ -335,11 +451,18 @@ impl WorkerProcess {
         let call_id = self.next_call;
         self.next_call += 1;
         let send_bundle = !self.bundles.contains(&call.bundle_digest);
-        let page_layout = call.page.as_ref().map(|p| PageLayout {
-            meta_len: p.meta.len() as u32,
-            record_count: p.ends.len() as u32,
-            blob_len: p.blob.len() as u32,
-        });
+        let page = match call.page.as_ref().map(|p| self.page_parts(p)).transpose() {
+            Ok(parts) => parts,
+            Err(e) => {
+                return Err(InvokeError::Failed(
+                    Failure::new(
+                        crate::failure::FailureCode::Internal,
+                        format!("cannot read the page's records: {e}"),
+                    ),
+                    ConsoleLog::default(),
+                ));
+            }
+        };
         let header = Header::new(
             call_id,
             Message::Invoke {
@@ -349,15 +472,20 @@ impl WorkerProcess {
                 environment: call.environment.clone(),
                 limits: call.limits,
                 input_len: call.input.len() as u32,
-                page: page_layout,
+                page: page.as_ref().map(|p| p.layout),
             },
         )
         .to_bytes();
-        let ends;
         let mut tail: Vec<&[u8]> = vec![&call.input];
-        if let Some(p) = &call.page {
-            ends = encode_ends(&p.ends);
-            tail.extend([&p.meta[..], &ends[..], &p.blob[..]]);
+        if let (Some(p), Some(parts)) = (&call.page, &page) {
+            tail.extend([&p.meta[..], &parts.table[..], &parts.blob[..]]);
+            if let Some(file) = parts.file
+                && let Err(e) = descriptor::send(&self.descriptors, call_id, file)
+            {
+                return Err(InvokeError::NotSent(self.explain(&format!(
+                    "the worker did not take the page's descriptor: {e}"
+                ))));
+            }
         }
         let deadline = Instant::now() + call.limits.wall() + grace;
         if let Err(e) = write_frame(&mut self.stdin, &header, &tail) {
@@ -403,6 +531,43 @@ impl WorkerProcess {
             other => Err(InvokeError::Lost(format!(
                 "the worker answered an invoke with {other:?}"
             ))),
+        }
+    }
+
+    /// The frame parts of a page: its layout, record table and inline bytes, and the file the
+    /// worker reads the records from when they travel by descriptor.
+    fn page_parts<'p>(&self, page: &'p PagePayload) -> std::io::Result<PageParts<'p>> {
+        let meta_len = u32::try_from(page.meta.len()).map_err(std::io::Error::other)?;
+        let count = u32::try_from(page.records.count()).map_err(std::io::Error::other)?;
+        let blob_len = u32::try_from(page.records.record_bytes()).map_err(std::io::Error::other)?;
+        match &page.records {
+            PageRecords::Range { file, range, spans } if self.pages_by_descriptor => {
+                Ok(PageParts {
+                    layout: PageLayout {
+                        meta_len,
+                        record_count: count,
+                        blob_len,
+                        range: Some(*range),
+                    },
+                    table: encode_spans(spans),
+                    blob: Vec::new(),
+                    file: Some(file),
+                })
+            }
+            records => {
+                let (ends, blob) = records.to_inline()?;
+                Ok(PageParts {
+                    layout: PageLayout {
+                        meta_len,
+                        record_count: count,
+                        blob_len,
+                        range: None,
+                    },
+                    table: encode_ends(&ends),
+                    blob,
+                    file: None,
+                })
+            }
         }
     }
 

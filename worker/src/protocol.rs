@@ -31,10 +31,40 @@ pub struct Header {
 pub struct PageLayout {
     /// Bytes of the `runx_page` metadata JSON.
     pub meta_len: u32,
-    /// Number of records (entries of the end-offset table, 4 bytes little-endian each).
+    /// Number of records.
     pub record_count: u32,
-    /// Bytes of concatenated records.
+    /// Bytes of the records, back to back.
     pub blob_len: u32,
+    /// Where the records are. Absent: in the tail, after an end-offset table (4 bytes little
+    /// endian per record). Present: in this byte range of the artifact whose descriptor the
+    /// host sent on the descriptor channel just before the frame; the tail then holds a span
+    /// table (start and end, 4 bytes little endian each, relative to the range) instead of the
+    /// records.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub range: Option<ByteRange>,
+}
+
+impl PageLayout {
+    /// Bytes of the record table in the tail.
+    pub fn table_len(&self) -> usize {
+        let per_record = if self.range.is_some() { 8 } else { 4 };
+        self.record_count as usize * per_record
+    }
+
+    /// What the page weighs against the input limit, however it travels: the metadata, four
+    /// bytes per record and the records themselves.
+    pub fn input_bytes(&self) -> usize {
+        self.meta_len as usize + 4 * self.record_count as usize + self.blob_len as usize
+    }
+}
+
+/// A byte range of an artifact.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ByteRange {
+    /// First byte.
+    pub offset: u64,
+    /// Number of bytes.
+    pub len: u64,
 }
 
 /// The messages of the protocol.
@@ -49,6 +79,10 @@ pub enum Message {
         engine: String,
         /// The worker's process id.
         pid: u32,
+        /// Whether the worker can read page records from a descriptor sent on its descriptor
+        /// channel (fd 3), instead of receiving them in the frame.
+        #[serde(default)]
+        pages_by_descriptor: bool,
     },
     /// Host → worker: run an export. Tail: input JSON, then (for pages) metadata JSON, the
     /// record end-offset table and the record bytes.
@@ -153,9 +187,71 @@ pub fn decode_ends(bytes: &[u8], blob_len: usize) -> Option<Vec<u32>> {
     Some(out)
 }
 
+/// Encodes a record span table: each record's start and end relative to a byte range.
+pub fn encode_spans(spans: &[(u32, u32)]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(spans.len() * 8);
+    for (start, end) in spans {
+        out.extend_from_slice(&start.to_le_bytes());
+        out.extend_from_slice(&end.to_le_bytes());
+    }
+    out
+}
+
+/// Decodes a record span table, checking every span is ordered, does not overlap the one
+/// before, lies within `range_len`, and that the records add up to `blob_len` bytes.
+pub fn decode_spans(bytes: &[u8], range_len: u64, blob_len: usize) -> Option<Vec<(u32, u32)>> {
+    if !bytes.len().is_multiple_of(8) {
+        return None;
+    }
+    let mut prev_end = 0u32;
+    let mut total = 0usize;
+    let mut out = Vec::with_capacity(bytes.len() / 8);
+    for c in bytes.chunks_exact(8) {
+        let start = u32::from_le_bytes([c[0], c[1], c[2], c[3]]);
+        let end = u32::from_le_bytes([c[4], c[5], c[6], c[7]]);
+        if start < prev_end || end < start || u64::from(end) > range_len {
+            return None;
+        }
+        total += (end - start) as usize;
+        prev_end = end;
+        out.push((start, end));
+    }
+    (total == blob_len).then_some(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn span_tables_round_trip_and_are_checked() {
+        let spans = [(0, 3), (4, 9), (9, 9)];
+        assert_eq!(
+            decode_spans(&encode_spans(&spans), 9, 8),
+            Some(spans.to_vec())
+        );
+        assert_eq!(
+            decode_spans(&encode_spans(&spans), 8, 8),
+            None,
+            "past the range"
+        );
+        assert_eq!(
+            decode_spans(&encode_spans(&spans), 9, 7),
+            None,
+            "wrong total"
+        );
+        assert_eq!(
+            decode_spans(&encode_spans(&[(4, 9), (0, 3)]), 9, 8),
+            None,
+            "out of order"
+        );
+        assert_eq!(
+            decode_spans(&encode_spans(&[(3, 1)]), 9, 0),
+            None,
+            "reversed"
+        );
+        assert_eq!(decode_spans(&[0; 7], 9, 0), None, "ragged");
+    }
 
     #[test]
     fn headers_carry_version_and_call_id() {

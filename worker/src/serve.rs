@@ -11,6 +11,7 @@ use crate::limits::Limits;
 use crate::protocol::{Header, Message, PROTOCOL_VERSION, PageLayout, decode_ends};
 use std::collections::{BTreeMap, HashMap};
 use std::io::{self, Read, Write};
+use std::os::unix::net::UnixStream;
 use std::sync::Arc;
 
 /// Bundles a worker keeps, by digest, before it forgets the oldest.
@@ -95,7 +96,13 @@ pub fn worker_main_with(engine: &str) -> i32 {
     match engine_by_name(engine).and_then(|mut engine| {
         sandbox(engine.memory_cap())?;
         crate::fatal::answer_on_stdout();
-        serve(engine.as_mut(), io::stdin().lock(), io::stdout().lock())
+        let descriptors = crate::descriptor::inherited();
+        serve_with(
+            engine.as_mut(),
+            io::stdin().lock(),
+            io::stdout().lock(),
+            descriptors.as_ref(),
+        )
     }) {
         Ok(()) => 0,
         Err(e) => {
@@ -133,13 +140,30 @@ fn sandbox(memory: MemoryCap) -> Result<(), ServeError> {
     Ok(())
 }
 
-/// Serves frames from `input` until `shutdown` or a clean end of input.
+/// Serves frames from `input` until `shutdown` or a clean end of input, with no descriptor
+/// channel (page records then travel in frames only).
 pub fn serve(
+    engine: &mut dyn Engine,
+    input: impl Read,
+    output: impl Write,
+) -> Result<(), ServeError> {
+    serve_with(engine, input, output, None)
+}
+
+/// Serves frames from `input` until `shutdown` or a clean end of input; page records may
+/// arrive as byte ranges of a file whose descriptor comes on `descriptors`
+/// ([`crate::descriptor`]).
+pub fn serve_with(
     engine: &mut dyn Engine,
     mut input: impl Read,
     mut output: impl Write,
+    descriptors: Option<&UnixStream>,
 ) -> Result<(), ServeError> {
-    let mut bundles: HashMap<String, Arc<ModuleBundle>> = HashMap::new();
+    let mut session = Session {
+        bundles: HashMap::new(),
+        descriptors,
+        scratch: Vec::new(),
+    };
     loop {
         let payload = match read_frame(&mut input) {
             Ok(Some(p)) => p,
@@ -151,7 +175,7 @@ pub fn serve(
                 return Err(e.into());
             }
         };
-        match handle(engine, &mut bundles, &payload) {
+        match handle(engine, &mut session, &payload) {
             Next::Answer(id, message, tail) => answer(&mut output, id, message, &[&tail])?,
             Next::Refuse(id, message, error) => {
                 answer(&mut output, id, message, &[])?;
@@ -198,12 +222,18 @@ fn invalid(message: impl Into<String>) -> Failure {
     Failure::new(FailureCode::InvalidRequest, message)
 }
 
+/// What the worker keeps between requests.
+struct Session<'d> {
+    /// Bundles by digest.
+    bundles: HashMap<String, Arc<ModuleBundle>>,
+    /// The channel page descriptors arrive on, if the host set one up.
+    descriptors: Option<&'d UnixStream>,
+    /// Page bytes read from a descriptor, reused from page to page.
+    scratch: Vec<u8>,
+}
+
 /// One request, start to answer.
-fn handle(
-    engine: &mut dyn Engine,
-    bundles: &mut HashMap<String, Arc<ModuleBundle>>,
-    payload: &[u8],
-) -> Next {
+fn handle(engine: &mut dyn Engine, session: &mut Session<'_>, payload: &[u8]) -> Next {
     let (head, tail) = match split_payload(payload) {
         Ok(x) => x,
         Err(e) => return Next::answer(0, reject(invalid(e.to_string()))),
@@ -236,6 +266,7 @@ fn handle(
             Message::Ready {
                 engine: engine.name().to_string(),
                 pid: std::process::id(),
+                pages_by_descriptor: session.descriptors.is_some(),
             },
         ),
         Message::Health { nonce } => Next::answer(id, Message::Healthy { nonce }),
@@ -256,8 +287,26 @@ fn handle(
                 input_len,
                 page,
             };
-            match cached_bundle(bundles, &bundle_digest, bundle, &request.limits) {
-                Ok(Some(bundle)) => invoke(engine, id, &bundle, request, tail),
+            // A page's descriptor is taken first, so that it is closed however the call ends.
+            let file = match page_file(session, id, request.page.as_ref()) {
+                Ok(file) => file,
+                Err(failure) => return Next::answer(id, reject(failure)),
+            };
+            match cached_bundle(
+                &mut session.bundles,
+                &bundle_digest,
+                bundle,
+                &request.limits,
+            ) {
+                Ok(Some(bundle)) => invoke(
+                    engine,
+                    id,
+                    &bundle,
+                    request,
+                    tail,
+                    file,
+                    &mut session.scratch,
+                ),
                 Ok(None) => Next::answer(id, Message::NeedBundle { bundle_digest }),
                 Err(failure) => Next::answer(id, reject(failure)),
             }
@@ -285,21 +334,44 @@ struct Invoke {
     page: Option<PageLayout>,
 }
 
-/// Runs one call of the engine with the input and page laid out in `tail`.
+/// The descriptor of the page's file, for a page whose records are a byte range of it.
+fn page_file(
+    session: &Session<'_>,
+    id: u64,
+    page: Option<&PageLayout>,
+) -> Result<Option<std::fs::File>, Failure> {
+    if page.and_then(|p| p.range).is_none() {
+        return Ok(None);
+    }
+    let Some(channel) = session.descriptors else {
+        return Err(invalid(
+            "a page's records were sent by descriptor, but this worker has no descriptor channel",
+        ));
+    };
+    crate::descriptor::receive(channel, id)
+        .map(Some)
+        .map_err(invalid)
+}
+
+/// Runs one call of the engine with the input and page laid out in `tail` (and, for a page
+/// sent by descriptor, read from `file`).
 fn invoke(
     engine: &mut dyn Engine,
     id: u64,
     bundle: &Arc<ModuleBundle>,
     request: Invoke,
     tail: &[u8],
+    file: Option<std::fs::File>,
+    scratch: &mut Vec<u8>,
 ) -> Next {
-    let parts = match split_tail(&request, tail) {
+    let logical = request.input_len as usize + request.page.map_or(0, |p| p.input_bytes());
+    if let Err(failure) = Failure::check_input(logical, &request.limits) {
+        return Next::answer(id, reject(failure));
+    }
+    let parts = match split_tail(&request, tail, file.as_ref(), scratch) {
         Ok(parts) => parts,
         Err(failure) => return Next::answer(id, reject(failure)),
     };
-    if let Err(failure) = Failure::check_input(tail.len(), &request.limits) {
-        return Next::answer(id, reject(failure));
-    }
     let call = EngineCall {
         bundle,
         export: request.export.as_deref(),
@@ -321,16 +393,21 @@ fn invoke(
     }
 }
 
-/// The parts of an invoke tail: the input, and the page's metadata, record ends and records.
+/// The parts of an invoke tail: the input, and the page's metadata, records and record ends.
 struct TailParts<'a> {
     input: &'a [u8],
     page: Option<(&'a [u8], &'a [u8])>,
     ends: Vec<u32>,
 }
 
-/// Splits `tail` by the layout the request declares; a tail that does not match it is an
-/// `invalid_request`.
-fn split_tail<'a>(request: &Invoke, tail: &'a [u8]) -> Result<TailParts<'a>, Failure> {
+/// Splits `tail` by the layout the request declares (reading a page sent by descriptor from
+/// `file` into `scratch`); a tail or range that does not match it is an `invalid_request`.
+fn split_tail<'a>(
+    request: &Invoke,
+    tail: &'a [u8],
+    file: Option<&std::fs::File>,
+    scratch: &'a mut Vec<u8>,
+) -> Result<TailParts<'a>, Failure> {
     let bad_tail = || invalid("the invoke tail is shorter than its declared layout");
     let (input, rest) = tail
         .split_at_checked(request.input_len as usize)
@@ -346,18 +423,78 @@ fn split_tail<'a>(request: &Invoke, tail: &'a [u8]) -> Result<TailParts<'a>, Fai
         .split_at_checked(layout.meta_len as usize)
         .ok_or_else(bad_tail)?;
     let (table, blob) = rest
-        .split_at_checked(layout.record_count as usize * 4)
+        .split_at_checked(layout.table_len())
         .ok_or_else(bad_tail)?;
-    if blob.len() != layout.blob_len as usize {
-        return Err(bad_tail());
-    }
-    let ends = decode_ends(table, blob.len())
-        .ok_or_else(|| invalid("the page's record offset table is malformed"))?;
+    let (blob, ends) = match (layout.range, file) {
+        (None, _) => {
+            if blob.len() != layout.blob_len as usize {
+                return Err(bad_tail());
+            }
+            let ends = decode_ends(table, blob.len())
+                .ok_or_else(|| invalid("the page's record offset table is malformed"))?;
+            (blob, ends)
+        }
+        (Some(range), Some(file)) => {
+            if !blob.is_empty() {
+                return Err(invalid(
+                    "a page sent by descriptor carries bytes in its frame",
+                ));
+            }
+            read_range(file, range, table, layout, &request.limits, scratch)?
+        }
+        (Some(_), None) => return Err(invalid("a page's descriptor is missing")),
+    };
     Ok(TailParts {
         input,
         page: Some((meta, blob)),
         ends,
     })
+}
+
+/// Reads a page's byte range from `file` into `scratch` and gathers its records there, back
+/// to back; returns them with their end offsets.
+fn read_range<'a>(
+    file: &std::fs::File,
+    range: crate::protocol::ByteRange,
+    table: &[u8],
+    layout: &PageLayout,
+    limits: &Limits,
+    scratch: &'a mut Vec<u8>,
+) -> Result<(&'a [u8], Vec<u32>), Failure> {
+    use std::os::unix::fs::FileExt;
+    // Separators and whitespace sit between records, but never more than the records
+    // themselves may weigh: a range beyond twice the input limit is not a page.
+    let len = usize::try_from(range.len)
+        .ok()
+        .filter(|&len| len <= 2 * limits.input_bytes)
+        .ok_or_else(|| invalid(format!("a page range of {} bytes is too long", range.len)))?;
+    let spans = crate::protocol::decode_spans(table, range.len, layout.blob_len as usize)
+        .ok_or_else(|| invalid("the page's record span table is malformed"))?;
+    let meta = file
+        .metadata()
+        .map_err(|e| invalid(format!("the page's descriptor cannot be read: {e}")))?;
+    let end = range.offset.checked_add(range.len);
+    if !meta.is_file() || end.is_none_or(|end| end > meta.len()) {
+        return Err(invalid(
+            "the page's range does not lie inside a regular file",
+        ));
+    }
+    if scratch.len() < len {
+        scratch.resize(len, 0);
+    }
+    file.read_exact_at(&mut scratch[..len], range.offset)
+        .map_err(|e| invalid(format!("the page's range cannot be read: {e}")))?;
+    // Records are in order and do not overlap, so gathering them towards the front moves each
+    // one left over bytes already consumed.
+    let mut ends = Vec::with_capacity(spans.len());
+    let mut written = 0usize;
+    for (start, end) in spans {
+        let (start, end) = (start as usize, end as usize);
+        scratch.copy_within(start..end, written);
+        written += end - start;
+        ends.push(u32::try_from(written).unwrap_or(u32::MAX));
+    }
+    Ok((&scratch[..written], ends))
 }
 
 type Called = Result<(Vec<u8>, ConsoleLog, u64), (Failure, ConsoleLog)>;

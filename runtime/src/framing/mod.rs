@@ -19,6 +19,7 @@
 #![forbid(unsafe_code)]
 
 mod error;
+mod json;
 mod scan;
 
 pub use error::FramingError;

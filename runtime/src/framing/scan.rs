@@ -6,7 +6,7 @@ use super::error::FramingError;
 use super::{MAX_PREFIX_BYTES, UTF8_BOM};
 
 /// Checks one record: UTF-8 first (cheap, and gives the exact bad byte), then
-/// JSON syntax without building any values (`IgnoredAny`).
+/// JSON syntax without building any values ([`super::json`]).
 pub(super) fn validate_record(
     src: &[u8],
     start: usize,
@@ -21,11 +21,11 @@ pub(super) fn validate_record(
             at: (start + e.valid_up_to()) as u64,
         });
     }
-    if let Err(e) = serde_json::from_slice::<serde::de::IgnoredAny>(bytes) {
+    if let Err((at, why)) = super::json::validate(bytes) {
         return Err(FramingError::InvalidJson {
             offset: start as u64,
             page,
-            message: e.to_string(),
+            message: format!("{why} at byte {}", start + at),
         });
     }
     Ok(())

@@ -19,7 +19,8 @@ use crate::progress::{PageProgress, ProgressSink};
 use crate::receipt::ArtifactProvenance;
 use runx_worker::engine::ConsoleLog;
 use runx_worker::pool::Pool;
-use runx_worker::process::{Call, PagePayload, Reply};
+use runx_worker::process::{Call, PagePayload, PageRecords, Reply};
+use runx_worker::protocol::ByteRange;
 use serde_json::{Map, Value};
 use std::collections::BTreeMap;
 use std::sync::mpsc::{Receiver, Sender};
@@ -112,8 +113,7 @@ fn admit_and_loop(
 struct Prepared {
     page: Page,
     meta_prefix: String,
-    ends: Vec<u32>,
-    blob: Vec<u8>,
+    records: PageRecords,
 }
 
 /// What the framing thread hands the loop: the next page (or why there is none) and the
@@ -272,8 +272,7 @@ impl PageLoop<'_> {
             input: self.base.clone(),
             page: Some(PagePayload {
                 meta: meta.into_bytes(),
-                ends: prepared.ends,
-                blob: prepared.blob,
+                records: prepared.records,
             }),
             environment: self.environment.clone(),
             limits: self.module.limits,
@@ -282,8 +281,12 @@ impl PageLoop<'_> {
         let started = Instant::now();
         let reply = self.pool.call(&call);
         let took = started.elapsed();
-        if let Some(page) = call.page.take() {
-            let _ = give_back.send(page.blob);
+        if let Some(PagePayload {
+            records: PageRecords::Inline { blob, .. },
+            ..
+        }) = call.page.take()
+        {
+            let _ = give_back.send(blob);
         }
         record.page_count = at.index + 1;
         match reply {
@@ -317,18 +320,40 @@ impl PageLoop<'_> {
         }
     }
 
-    /// Copies a page's records into the transport layout and hashes its byte range; the range
-    /// of the map is then released, since it is not read again.
+    /// Lays a page's records out for the worker and hashes its byte range; the range of the map
+    /// is then released, since this process does not read it again.
     fn prepare(&self, page: Page, spare_blobs: &Receiver<Vec<u8>>) -> Prepared {
         let data = self.artifact.data();
-        let mut blob = spare_blobs.try_recv().unwrap_or_default();
-        blob.clear();
-        blob.reserve(page.record_bytes());
-        let mut ends = Vec::with_capacity(page.records.len());
-        for r in &page.records {
-            blob.extend_from_slice(&data[r.clone()]);
-            ends.push(u32::try_from(blob.len()).unwrap_or(u32::MAX));
-        }
+        let records = match (self.artifact.read_only(), &page.records[..]) {
+            // The worker reads the span from the first record to the last from the snapshot
+            // itself: no copy here, none through the pipe.
+            (Some(file), [first, .., last]) | (Some(file), [first @ last]) => {
+                let base = first.start;
+                PageRecords::Range {
+                    file: file.clone(),
+                    range: ByteRange {
+                        offset: base as u64,
+                        len: (last.end - base) as u64,
+                    },
+                    spans: page
+                        .records
+                        .iter()
+                        .map(|r| (span(r.start - base), span(r.end - base)))
+                        .collect(),
+                }
+            }
+            _ => {
+                let mut blob = spare_blobs.try_recv().unwrap_or_default();
+                blob.clear();
+                blob.reserve(page.record_bytes());
+                let mut ends = Vec::with_capacity(page.records.len());
+                for r in &page.records {
+                    blob.extend_from_slice(&data[r.clone()]);
+                    ends.push(span(blob.len()));
+                }
+                PageRecords::Inline { ends, blob }
+            }
+        };
         let (start, end) = (page.offset as usize, page.next_offset as usize);
         let head = serde_json::json!({
             "artifact_ref": self.artifact.artifact_ref,
@@ -349,10 +374,14 @@ impl PageLoop<'_> {
         Prepared {
             page,
             meta_prefix,
-            ends,
-            blob,
+            records,
         }
     }
+}
+
+/// An offset within one page (pages span at most 4 MiB of records, so it fits).
+fn span(offset: usize) -> u32 {
+    u32::try_from(offset).unwrap_or(u32::MAX)
 }
 
 /// The failure for an artifact that cannot be framed, recording where.

@@ -2,6 +2,7 @@
 //! pool driving real worker processes.
 
 mod conformance;
+mod pages;
 mod pool;
 mod protocol;
 

@@ -49,6 +49,8 @@ fn hello_ready_health_and_shutdown() {
     assert_eq!(replies.len(), 2, "nothing is answered after shutdown");
     assert_eq!(replies[0]["type"], "ready");
     assert_eq!(replies[0]["engine"], "quickjs");
+    // Started by hand, without fd 3, the worker has no descriptor channel and says so.
+    assert_eq!(replies[0]["pages_by_descriptor"], false);
     assert_eq!(replies[1]["type"], "healthy");
     assert_eq!(replies[1]["nonce"], 77);
     assert_eq!(replies[1]["call_id"], 5);
@@ -120,4 +122,44 @@ fn a_non_empty_environment_is_refused() {
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("environment must be empty"));
+}
+
+#[test]
+fn a_page_by_descriptor_without_a_channel_is_refused() {
+    let bundle = runx_worker::bundle::ModuleBundle::from_sources(
+        "main.mjs",
+        [("main.mjs", "export default () => ({});")],
+    );
+    let invoke = Header::new(
+        9,
+        Message::Invoke {
+            bundle_digest: bundle.digest(),
+            bundle: Some(bundle),
+            export: None,
+            environment: Default::default(),
+            limits: runx_worker::limits::Limits::default(),
+            input_len: 2,
+            page: Some(runx_worker::protocol::PageLayout {
+                meta_len: 2,
+                record_count: 1,
+                blob_len: 1,
+                range: Some(runx_worker::protocol::ByteRange { offset: 0, len: 1 }),
+            }),
+        },
+    );
+    let mut input = Vec::new();
+    let spans = runx_worker::protocol::encode_spans(&[(0, 1)]);
+    write_frame(&mut input, &invoke.to_bytes(), &[b"{}", b"{}", &spans]).unwrap();
+    let (replies, code) = exchange(&input);
+    assert_eq!(code, Some(0));
+    assert_eq!(replies[0]["call_id"], 9);
+    assert_eq!(replies[0]["failure"]["code"], "invalid_request");
+    assert!(
+        replies[0]["failure"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("no descriptor channel"),
+        "{}",
+        replies[0]
+    );
 }

@@ -1,0 +1,137 @@
+//! Memory as the kernel accounts it, for a process and its workers, sampled while a run goes.
+//!
+//! Resident set size alone hides what a run really holds: pages of a memory file (`memfd`,
+//! tmpfs) are shared memory that no reclaim can take back, and once unmapped they leave every
+//! process's RSS while still occupying memory. So a sample reads, for the process and each of
+//! its children (the workers), `RssAnon` (private memory), `RssFile` (mapped file pages, which
+//! the kernel can evict) and `RssShmem` (mapped shared memory, which it cannot), plus the
+//! system's `Shmem` from `/proc/meminfo`, whose growth during a run counts unmapped memory
+//! files too.
+//!
+//! Non-evictable memory of a run = its processes' `RssAnon` + the larger of their `RssShmem`
+//! and the growth of the system's `Shmem`. Resident memory = `RssAnon + RssFile + RssShmem`.
+
+use crate::{children_of, proc_status_kib};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+/// One sample of a process tree, in KiB.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Resident {
+    /// Private memory (`RssAnon`).
+    pub anon_kib: u64,
+    /// Mapped file pages, evictable (`RssFile`).
+    pub file_kib: u64,
+    /// Mapped shared memory, not evictable (`RssShmem`).
+    pub shmem_kib: u64,
+}
+
+impl Resident {
+    /// Everything resident.
+    pub fn total_kib(&self) -> u64 {
+        self.anon_kib + self.file_kib + self.shmem_kib
+    }
+
+    fn add(&mut self, other: Resident) {
+        self.anon_kib += other.anon_kib;
+        self.file_kib += other.file_kib;
+        self.shmem_kib += other.shmem_kib;
+    }
+}
+
+/// The resident memory of `pid`.
+pub fn resident_of(pid: u32) -> Resident {
+    Resident {
+        anon_kib: proc_status_kib(pid, "RssAnon").unwrap_or(0),
+        file_kib: proc_status_kib(pid, "RssFile").unwrap_or(0),
+        shmem_kib: proc_status_kib(pid, "RssShmem").unwrap_or(0),
+    }
+}
+
+/// The resident memory of `pid` and its children, summed.
+pub fn resident_of_tree(pid: u32) -> Resident {
+    let mut total = resident_of(pid);
+    for child in children_of(pid) {
+        total.add(resident_of(child));
+    }
+    total
+}
+
+/// The system's shared memory (`Shmem` of `/proc/meminfo`), in KiB.
+pub fn system_shmem_kib() -> u64 {
+    let Ok(text) = std::fs::read_to_string("/proc/meminfo") else {
+        return 0;
+    };
+    text.lines()
+        .find_map(|l| l.strip_prefix("Shmem:"))
+        .and_then(|v| v.split_whitespace().next())
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0)
+}
+
+/// Peaks of a sampled run, in KiB.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Peaks {
+    /// Peak of the memory no reclaim can take back (see the module docs).
+    pub non_evictable_kib: u64,
+    /// Peak of everything resident in the run's processes.
+    pub resident_kib: u64,
+    /// Peak growth of the system's shared memory.
+    pub shmem_growth_kib: u64,
+}
+
+/// Samples the process tree of `pid` until [`Sampler::finish`].
+pub struct Sampler {
+    stop: Arc<AtomicBool>,
+    thread: JoinHandle<Peaks>,
+}
+
+impl Sampler {
+    /// Starts sampling `pid` and its children every `every`.
+    pub fn start(pid: u32, every: Duration) -> Sampler {
+        let stop = Arc::new(AtomicBool::new(false));
+        let flag = stop.clone();
+        let baseline = system_shmem_kib();
+        let thread = std::thread::spawn(move || {
+            let mut peaks = Peaks::default();
+            loop {
+                let r = resident_of_tree(pid);
+                let growth = system_shmem_kib().saturating_sub(baseline);
+                peaks.shmem_growth_kib = peaks.shmem_growth_kib.max(growth);
+                peaks.non_evictable_kib = peaks
+                    .non_evictable_kib
+                    .max(r.anon_kib + r.shmem_kib.max(growth));
+                peaks.resident_kib = peaks.resident_kib.max(r.total_kib());
+                if flag.load(Ordering::Relaxed) {
+                    return peaks;
+                }
+                std::thread::sleep(every);
+            }
+        });
+        Sampler { stop, thread }
+    }
+
+    /// Stops sampling; the peaks seen.
+    pub fn finish(self) -> Peaks {
+        self.stop.store(true, Ordering::Relaxed);
+        self.thread.join().unwrap_or_default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_sampler_sees_this_process() {
+        let s = Sampler::start(std::process::id(), Duration::from_millis(1));
+        let held = vec![1u8; 8 << 20];
+        std::thread::sleep(Duration::from_millis(20));
+        let peaks = s.finish();
+        assert!(held.iter().all(|&b| b == 1));
+        assert!(peaks.resident_kib >= 8 * 1024, "{peaks:?}");
+        assert!(peaks.non_evictable_kib >= 8 * 1024, "{peaks:?}");
+    }
+}

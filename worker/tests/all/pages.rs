@@ -1,0 +1,115 @@
+//! Pages whose records travel by descriptor: the worker reads its page's byte range from the
+//! artifact itself, and refuses ranges and tables that do not hold together.
+
+use super::pool::worker_command;
+use super::single;
+use runx_worker::failure::FailureCode;
+use runx_worker::pool::{Pool, PoolConfig};
+use runx_worker::process::{Call, PagePayload, PageRecords};
+use runx_worker::protocol::ByteRange;
+use serde_json::{Value, json};
+use std::io::Write;
+use std::sync::Arc;
+
+const ECHO_RECORDS: &str =
+    "export default (i) => ({ records: i.runx_page.records, index: i.runx_page.page_index });";
+
+fn artifact(bytes: &[u8]) -> (tempfile::TempDir, Arc<std::fs::File>) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("a.json");
+    std::fs::File::create(&path)
+        .unwrap()
+        .write_all(bytes)
+        .unwrap();
+    let file = Arc::new(std::fs::File::open(&path).unwrap());
+    (dir, file)
+}
+
+fn page_call(records: PageRecords) -> Call {
+    let mut call = Call::new(single(ECHO_RECORDS), None, b"{}".to_vec());
+    call.page = Some(PagePayload {
+        meta: br#"{"page_index":3,"state":null}"#.to_vec(),
+        records,
+    });
+    call
+}
+
+#[test]
+fn records_are_read_from_the_artifact_range() {
+    let pool = Pool::new(PoolConfig::new(worker_command()).size(1)).unwrap();
+    let (_dir, file) = artifact(b"x = [1, {\"a\": \"b\"},  \"three\" ]");
+    // The range starts at the first record (byte 5) and ends after the last one.
+    let call = page_call(PageRecords::Range {
+        file: file.clone(),
+        range: ByteRange { offset: 5, len: 24 },
+        spans: vec![(0, 1), (3, 13), (16, 23)],
+    });
+    let reply = pool.call(&call).unwrap();
+    let out: Value = serde_json::from_slice(&reply.output).unwrap();
+    assert_eq!(
+        out,
+        json!({"records": ["1", "{\"a\": \"b\"}", "\"three\""], "index": 3})
+    );
+    // The same worker serves the next page.
+    let again = pool.call(&call).unwrap();
+    assert_eq!(again.worker_pid, reply.worker_pid);
+}
+
+#[test]
+fn ranges_and_tables_that_do_not_hold_together_are_refused() {
+    let pool = Pool::new(PoolConfig::new(worker_command()).size(1)).unwrap();
+    let (_dir, file) = artifact(b"[1, 2, 3]");
+    let cases = [
+        // Past the end of the file.
+        (
+            ByteRange {
+                offset: 4,
+                len: 100,
+            },
+            vec![(0, 1)],
+            "inside a regular file",
+        ),
+        // A span beyond its range.
+        (ByteRange { offset: 1, len: 4 }, vec![(0, 9)], "span table"),
+        // Spans out of order.
+        (
+            ByteRange { offset: 1, len: 7 },
+            vec![(3, 4), (0, 1)],
+            "span table",
+        ),
+    ];
+    for (range, spans, needle) in cases {
+        let e = pool
+            .call(&page_call(PageRecords::Range {
+                file: file.clone(),
+                range,
+                spans,
+            }))
+            .unwrap_err();
+        assert_eq!(e.failure.code, FailureCode::InvalidRequest, "{e}");
+        assert!(e.failure.message.contains(needle), "{needle}: {e}");
+    }
+    // Nothing above cost the worker: it still serves.
+    let ok = pool.call(&page_call(PageRecords::Range {
+        file,
+        range: ByteRange { offset: 1, len: 7 },
+        spans: vec![(0, 1), (3, 4), (6, 7)],
+    }));
+    let out: Value = serde_json::from_slice(&ok.unwrap().output).unwrap();
+    assert_eq!(out["records"], json!(["1", "2", "3"]));
+}
+
+#[test]
+fn a_descriptor_page_weighs_what_an_inline_page_weighs() {
+    let (_dir, file) = artifact(b"[1, 2, 3]");
+    let range = page_call(PageRecords::Range {
+        file,
+        range: ByteRange { offset: 1, len: 7 },
+        spans: vec![(0, 1), (3, 4), (6, 7)],
+    });
+    let inline = page_call(PageRecords::Inline {
+        ends: vec![1, 2, 3],
+        blob: b"123".to_vec(),
+    });
+    assert_eq!(range.input_bytes(), inline.input_bytes());
+}
