@@ -137,25 +137,27 @@ impl Cell {
     }
 }
 
-pub fn run(rt: &Runtime, args: BenchArgs) -> ExitCode {
+/// Runs the benchmark asked for on `engine` (the package it writes names none, so the
+/// runtime's engine is the one measured).
+pub fn run(rt: &Runtime, engine: &str, args: BenchArgs) -> ExitCode {
     match args.what {
-        BenchWhat::Pages(a) => pages(rt, a),
+        BenchWhat::Pages(a) => pages(rt, engine, a),
     }
 }
 
-fn pages(rt: &Runtime, args: PagesArgs) -> ExitCode {
+fn pages(rt: &Runtime, engine: &str, args: PagesArgs) -> ExitCode {
     let (sizes, page_sizes) = match checked_sizes(&args) {
         Ok(x) => x,
         Err(message) => return crate::usage(&message),
     };
-    let cells = match measure(rt, &args, &sizes, &page_sizes) {
+    let cells = match measure(rt, engine, &args, &sizes, &page_sizes) {
         Ok(cells) => cells,
         Err(message) => {
             eprintln!("runx: {message}");
             return ExitCode::FAILURE;
         }
     };
-    report(&args, &cells)
+    report(engine, &args, &cells)
 }
 
 /// The archive and page sizes asked for (or the defaults), each within its limit.
@@ -197,6 +199,7 @@ fn checked_sizes(args: &PagesArgs) -> Result<(Vec<u64>, Vec<u64>), String> {
 /// as each cell finishes unless `--json`.
 fn measure(
     rt: &Runtime,
+    engine: &str,
     args: &PagesArgs,
     sizes: &[u64],
     page_sizes: &[u64],
@@ -233,7 +236,7 @@ fn measure(
             };
             if !args.json {
                 if cells.is_empty() {
-                    print_header(args.runs);
+                    print_header(engine, args.runs);
                 }
                 print_row(&cell);
             }
@@ -267,7 +270,7 @@ fn run_once(rt: &Runtime, bench: &Bench, size: u64, page_bytes: u64) -> Result<P
 }
 
 /// The plot and, with `--json`, the one JSON object.
-fn report(args: &PagesArgs, cells: &[Cell]) -> ExitCode {
+fn report(engine: &str, args: &PagesArgs, cells: &[Cell]) -> ExitCode {
     let plot_error = args
         .plot
         .as_deref()
@@ -283,6 +286,7 @@ fn report(args: &PagesArgs, cells: &[Cell]) -> ExitCode {
             "{}",
             json!({
                 "schema": "runx.bench.pages.v1",
+                "engine": engine,
                 "runs": args.runs,
                 "cpus": cpus,
                 "results": cells.iter().map(Cell::to_json).collect::<Vec<_>>(),
@@ -297,9 +301,9 @@ fn report(args: &PagesArgs, cells: &[Cell]) -> ExitCode {
     }
 }
 
-fn print_header(runs: u32) {
+fn print_header(engine: &str, runs: u32) {
     println!(
-        "median of {runs} run(s); time split in % of the paged wall (framing overlaps the calls); peak memory of runx and its worker in MiB: non-evictable (RssAnon + shared memory) / resident"
+        "engine {engine}, median of {runs} run(s); time split in % of the paged wall (framing overlaps the calls); peak memory of runx and its worker in MiB: non-evictable (RssAnon + shared memory) / resident"
     );
     println!(
         "{:>8} {:>8} {:>6} {:>8} {:>11} {:>10} {:>8} {:>10} {:>11} {:>7} {:>14}",

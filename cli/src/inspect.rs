@@ -2,6 +2,7 @@
 
 use runx_runtime::limits::{self, AppliedLimits};
 use runx_runtime::profile::{self, Profile, Runner, RunnerKind};
+use runx_runtime::workers::{DEFAULT_ENGINE, engines_built};
 use serde_json::{Map, Value, json};
 use std::path::Path;
 use std::process::ExitCode;
@@ -48,7 +49,7 @@ fn describe(p: &Profile) -> Value {
 }
 
 fn describe_runner(p: &Profile, r: &Runner) -> Value {
-    let (module, export, pages, command) = match &r.kind {
+    let (module, export, pages, command, engine) = match &r.kind {
         RunnerKind::Javascript(js) => (
             Some(js.module.clone()),
             js.export.clone(),
@@ -57,8 +58,9 @@ fn describe_runner(p: &Profile, r: &Runner) -> Value {
                        "media_type": pg.media_type, "framing": "json_array", "page_bytes": pg.page_bytes})
             }),
             None,
+            Some(engine_json(js.engine.as_deref())),
         ),
-        RunnerKind::CliTool(t) => (None, None, None, Some(t.command.clone())),
+        RunnerKind::CliTool(t) => (None, None, None, Some(t.command.clone()), None),
     };
     let inputs: Map<String, Value> = r
         .inputs
@@ -82,10 +84,21 @@ fn describe_runner(p: &Profile, r: &Runner) -> Value {
         "default": p.default_runner.as_deref() == Some(r.name.as_str()),
         "runs_here": true,
         "module": module, "export": export, "pages": pages, "command": command,
+        "engine": engine,
         "inputs": inputs,
         "outputs": outputs,
         "environment": {"required": r.environment.required, "optional": r.environment.optional},
         "limits": limits_json(&limits::for_runner(r)),
+    })
+}
+
+/// What a javascript runner declares about its engine and what this executable has. The
+/// runner runs on `--engine` when given, else on `declared`, else on `default`.
+fn engine_json(declared: Option<&str>) -> Value {
+    json!({
+        "declared": declared,
+        "default": DEFAULT_ENGINE,
+        "built": engines_built(),
     })
 }
 
@@ -118,6 +131,9 @@ fn print_human(p: &Profile, doc: &Value) {
         if !r["pages"].is_null() {
             println!("  pages: {}", r["pages"]);
         }
+        if r["engine"].is_object() {
+            println!("  engine: {}", engine_line(&r["engine"]));
+        }
         for (section, v) in [("inputs", &r["inputs"]), ("outputs", &r["outputs"])] {
             if let Some(m) = v.as_object().filter(|m| !m.is_empty()) {
                 println!("  {section}:");
@@ -139,4 +155,25 @@ fn print_human(p: &Profile, doc: &Value) {
             }
         }
     }
+}
+
+/// `v8 (declared; this runx has quickjs, v8)`, or the default when nothing is declared.
+fn engine_line(engine: &Value) -> String {
+    let built: Vec<&str> = engine["built"]
+        .as_array()
+        .map(|b| b.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    let (name, how) = match engine["declared"].as_str() {
+        Some(declared) => (declared, "declared by `engine:`"),
+        None => (engine["default"].as_str().unwrap_or(""), "the default"),
+    };
+    let missing = if built.contains(&name) {
+        ""
+    } else {
+        ", NOT built into this runx: runs fail unless `--engine` picks another"
+    };
+    format!(
+        "{name} ({how}; `--engine` overrides; this runx has {}{missing})",
+        built.join(", ")
+    )
 }

@@ -31,10 +31,10 @@ struct Cli {
     /// Log more (repeat for more detail); RUST_LOG also works.
     #[arg(short, long, action = clap::ArgAction::Count, global = true)]
     verbose: u8,
-    /// The JavaScript engine of the workers: `quickjs` (default) or `v8` (needs a build with
-    /// the cargo feature `v8`).
-    #[arg(long, global = true, value_name = "quickjs|v8", default_value = DEFAULT_ENGINE)]
-    engine: String,
+    /// The JavaScript engine of every javascript runner: `quickjs` or `v8` (needs a build with
+    /// the cargo feature `v8`). Overrides a runner's `engine:`; without either, QuickJS.
+    #[arg(long, global = true, value_name = "quickjs|v8")]
+    engine: Option<String>,
     #[command(subcommand)]
     command: Command,
 }
@@ -111,21 +111,25 @@ fn main() -> ExitCode {
         }
     };
     if let Command::Worker = cli.command {
-        let code = workers::worker_main(&cli.engine);
+        let code = workers::worker_main(cli.engine.as_deref().unwrap_or(DEFAULT_ENGINE));
         return ExitCode::from(u8::try_from(code).unwrap_or(2));
     }
-    if let Err(e) = workers::check_engine(&cli.engine) {
-        return usage(&format!("--engine {}: {e}", cli.engine));
+    if let Some(engine) = &cli.engine
+        && let Err(e) = workers::check_engine(engine)
+    {
+        return usage(&format!("--engine {engine}: {e}"));
     }
     init_tracing(cli.verbose);
-    let engine = cli.engine.as_str();
+    let engine = cli.engine.as_deref();
     match cli.command {
         Command::Skill(args) => match args.command {
             Some(SkillCommand::Inspect(a)) => inspect::inspect(&a.dir, a.json),
             None => skill(args, engine),
         },
         Command::Harness(args) => harness_cmd::run(&runtime(engine), &args.paths, args.json),
-        Command::Bench(args) => bench_cmd::run(&runtime(engine), args),
+        Command::Bench(args) => {
+            bench_cmd::run(&runtime(engine), engine.unwrap_or(DEFAULT_ENGINE), args)
+        }
         Command::Worker => ExitCode::SUCCESS,
     }
 }
@@ -146,10 +150,14 @@ fn init_tracing(verbose: u8) {
         .try_init();
 }
 
-/// The runtime of this process on `engine`, its workers this very executable, with Ctrl-C
-/// wired to kill its workers and subprocesses.
-fn runtime(engine: &str) -> Arc<Runtime> {
-    let rt = Arc::new(Runtime::new(workers::current_exe_worker()).with_engine(engine));
+/// The runtime of this process (every javascript runner on `engine` when given), its workers
+/// this very executable, with Ctrl-C wired to kill its workers and subprocesses.
+fn runtime(engine: Option<&str>) -> Arc<Runtime> {
+    let mut rt = Runtime::new(workers::current_exe_worker());
+    if let Some(engine) = engine {
+        rt = rt.with_engine(engine);
+    }
+    let rt = Arc::new(rt);
     let handler = rt.clone();
     if let Err(e) = ctrlc::set_handler(move || handler.interrupt()) {
         tracing::warn!("cannot install the Ctrl-C handler: {e}");
@@ -162,7 +170,7 @@ fn usage(message: &str) -> ExitCode {
     ExitCode::from(EXIT_USAGE)
 }
 
-fn skill(args: SkillArgs, engine: &str) -> ExitCode {
+fn skill(args: SkillArgs, engine: Option<&str>) -> ExitCode {
     let Some(dir) = &args.dir else {
         return usage("name the skill package directory: runx skill DIR");
     };

@@ -150,10 +150,11 @@ impl Runtime {
         self
     }
 
-    /// Sets the JavaScript engine of the workers (`quickjs`, the default, or `v8`); check it
-    /// first with [`crate::workers::check_engine`].
+    /// Runs every javascript runner on `engine` (`quickjs` or `v8`), whatever its profile's
+    /// `engine:` prefers; check it first with [`crate::workers::check_engine`]. Without it, a
+    /// runner runs on its profile's `engine:`, else on QuickJS.
     pub fn with_engine(mut self, engine: &str) -> Runtime {
-        self.workers.set_engine(engine);
+        self.workers.force_engine(engine);
         self
     }
 

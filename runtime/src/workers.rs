@@ -1,8 +1,12 @@
-//! The worker pool of one runtime, started on first use, and how its worker executable is found.
+//! The worker pools of one runtime (one per engine, each started on first use), the choice of
+//! engine for a runner, and how the worker executable is found.
 
 use crate::failure::RunError;
+use crate::profile::{ProfileError, Runner};
+use runx_worker::engine::ENGINES;
 use runx_worker::pool::{Pool, PoolConfig};
 use runx_worker::process::WorkerCommand;
+pub use runx_worker::serve::engines_built;
 use std::path::PathBuf;
 use std::sync::OnceLock;
 
@@ -12,11 +16,14 @@ pub const WORKER_ENV: &str = "RUNX_WORKER";
 /// The engine a worker uses when none is named.
 pub use runx_worker::serve::DEFAULT_ENGINE;
 
-/// A lazily started pool of worker processes.
+/// The worker pools of a runtime: one per engine, each started on first use.
 pub(crate) struct Workers {
     command: WorkerCommand,
     size: Option<usize>,
-    pool: OnceLock<Result<Pool, String>>,
+    /// The engine every javascript runner runs on, whatever its profile prefers.
+    forced: Option<String>,
+    /// One slot per known engine, in [`ENGINES`] order.
+    pools: Vec<OnceLock<Result<Pool, String>>>,
 }
 
 impl Workers {
@@ -24,7 +31,8 @@ impl Workers {
         Workers {
             command,
             size: None,
-            pool: OnceLock::new(),
+            forced: None,
+            pools: ENGINES.iter().map(|_| OnceLock::new()).collect(),
         }
     }
 
@@ -32,37 +40,66 @@ impl Workers {
         self.size = Some(size);
     }
 
-    pub(crate) fn set_engine(&mut self, engine: &str) {
-        self.command = self.command.clone().engine(engine);
+    pub(crate) fn force_engine(&mut self, engine: &str) {
+        self.forced = Some(engine.to_string());
     }
 
-    /// The pool, started on first use.
-    pub(crate) fn pool(&self) -> Result<&Pool, RunError> {
-        self.pool
-            .get_or_init(|| {
-                let mut cfg = PoolConfig::new(self.command.clone());
-                if let Some(n) = self.size {
-                    cfg = cfg.size(n);
-                }
-                Pool::new(cfg).map_err(|e| format!("cannot create the worker pool: {e}"))
-            })
-            .as_ref()
-            .map_err(|e| RunError::internal("pool", e.clone()))
+    /// The engine a javascript runner runs on: the caller's choice, else the profile's
+    /// `engine:`, else the default; refused when this executable does not have it.
+    pub(crate) fn engine_for(
+        &self,
+        runner: &Runner,
+        preferred: Option<&str>,
+    ) -> Result<String, RunError> {
+        let (engine, why) = match (&self.forced, preferred) {
+            (Some(forced), _) => (forced.as_str(), "the caller asked for it"),
+            (None, Some(p)) => (p, "its profile asks for it with `engine:`"),
+            (None, None) => (DEFAULT_ENGINE, "the default"),
+        };
+        if engines_built().contains(&engine) {
+            return Ok(engine.to_string());
+        }
+        Err(ProfileError::EngineUnavailable {
+            runner: runner.name.clone(),
+            engine: engine.to_string(),
+            why,
+            built: engines_built().join(", "),
+        }
+        .into())
     }
 
-    /// Kills every worker, if the pool was started.
+    /// The pool of `engine`, started on first use.
+    pub(crate) fn pool(&self, engine: &str) -> Result<&Pool, RunError> {
+        let slot = ENGINES
+            .iter()
+            .position(|e| *e == engine)
+            .and_then(|i| self.pools.get(i))
+            .ok_or_else(|| RunError::internal("pool", format!("no pool for engine `{engine}`")))?;
+        slot.get_or_init(|| {
+            let mut cfg = PoolConfig::new(self.command.clone().engine(engine));
+            if let Some(n) = self.size {
+                cfg = cfg.size(n);
+            }
+            Pool::new(cfg).map_err(|e| format!("cannot create the worker pool: {e}"))
+        })
+        .as_ref()
+        .map_err(|e| RunError::internal("pool", e.clone()))
+    }
+
+    fn started(&self) -> impl Iterator<Item = &Pool> {
+        self.pools.iter().filter_map(|p| p.get()?.as_ref().ok())
+    }
+
+    /// Kills every worker of every started pool.
     pub(crate) fn kill_all(&self) {
-        if let Some(Ok(pool)) = self.pool.get() {
+        for pool in self.started() {
             pool.kill_all();
         }
     }
 
     /// Process ids of live workers.
     pub(crate) fn pids(&self) -> Vec<u32> {
-        match self.pool.get() {
-            Some(Ok(p)) => p.worker_pids(),
-            _ => Vec::new(),
-        }
+        self.started().flat_map(Pool::worker_pids).collect()
     }
 }
 

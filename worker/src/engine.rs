@@ -111,6 +111,11 @@ pub enum MemoryCap {
     Data(u64),
 }
 
+/// Every engine runx knows by name, whether or not this executable was built with it: a
+/// profile may name any of them (`engine:` on a javascript runner); which ones a binary has is
+/// [`crate::serve::engines_built`].
+pub const ENGINES: &[&str] = &["quickjs", "v8"];
+
 /// A JavaScript engine that can run an export of a bundle in a fresh context.
 pub trait Engine {
     /// The engine's short name (`quickjs`, `v8`).

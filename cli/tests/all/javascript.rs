@@ -331,3 +331,112 @@ fn inspect_describes_runners_and_limits() {
     assert_eq!(greet["limits"]["wall_milliseconds"], 2000);
     assert_eq!(greet["limits"]["heap_bytes"], 64 * 1024 * 1024);
 }
+
+/// `runx` without the suite's `--engine`, for tests that pick the engine themselves.
+fn runx_choosing_engine(cwd: &Path, args: &[&str]) -> (Value, i32) {
+    let out = Command::new(env!("CARGO_BIN_EXE_runx"))
+        .env_remove("RUST_LOG")
+        .current_dir(cwd)
+        .args(args)
+        .arg("--json")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    let v: Value = serde_json::from_str(text.trim()).unwrap_or_else(|e| {
+        panic!(
+            "stdout is not one JSON object ({e}): {text}\nstderr: {}",
+            String::from_utf8_lossy(&out.stderr)
+        )
+    });
+    (v, out.status.code().unwrap_or(-1))
+}
+
+/// A package whose runner prefers `engine` and reports which engine ran it (a V8 stack starts
+/// with the error's name and message, a QuickJS stack lists frames only).
+fn engine_package(ws: &Path, engine: &str) {
+    let pkg = ws.join("pkg");
+    std::fs::create_dir_all(&pkg).unwrap();
+    std::fs::write(
+        pkg.join("main.mjs"),
+        "export default () => ({ v8: String(new Error('probe').stack).startsWith('Error: probe') });",
+    )
+    .unwrap();
+    std::fs::write(
+        pkg.join("X.yaml"),
+        format!(
+            "skill: engines\nversion: '1'\nrunners:\n  main:\n    type: javascript\n    module: main.mjs\n    engine: {engine}\n    outputs: {{ v8: boolean }}\n"
+        ),
+    )
+    .unwrap();
+}
+
+#[test]
+fn a_profile_prefers_an_engine_and_the_caller_overrides_it() {
+    let ws = tempfile::tempdir().unwrap();
+    engine_package(ws.path(), "v8");
+    let (inspect, code) = runx_choosing_engine(ws.path(), &["skill", "inspect", "pkg"]);
+    assert_eq!(code, 0, "{inspect}");
+    let engine = &inspect["runners"][0]["engine"];
+    assert_eq!(engine["declared"], "v8", "{inspect}");
+    assert_eq!(engine["default"], "quickjs", "{inspect}");
+    let has_v8 = engine["built"].as_array().unwrap().contains(&json!("v8"));
+
+    let (v, code) = runx_choosing_engine(ws.path(), &["skill", "pkg"]);
+    if has_v8 {
+        assert_eq!(code, 0, "{v}");
+        assert_eq!(v["output"], json!({"v8": true}), "the profile's engine ran");
+    } else {
+        // A runx without V8 refuses the runner with a typed error that says what to do.
+        assert_eq!(code, 64, "{v}");
+        assert_eq!(v["error"]["kind"], "profile", "{v}");
+        assert_eq!(v["error"]["code"], "engine_unavailable", "{v}");
+        let message = v["error"]["message"].as_str().unwrap();
+        assert!(
+            message.contains("v8") && message.contains("--features v8"),
+            "{message}"
+        );
+        assert!(message.contains("--engine"), "{message}");
+    }
+    // The caller's `--engine` wins over the profile, on any build.
+    let (v, code) = runx_choosing_engine(ws.path(), &["--engine", "quickjs", "skill", "pkg"]);
+    assert_eq!(code, 0, "{v}");
+    assert_eq!(v["output"], json!({"v8": false}));
+
+    engine_package(ws.path(), "quickjs");
+    let (v, code) = runx_choosing_engine(ws.path(), &["skill", "pkg"]);
+    assert_eq!((code, &v["output"]), (0, &json!({"v8": false})), "{v}");
+    if has_v8 {
+        let (v, code) = runx_choosing_engine(ws.path(), &["--engine", "v8", "skill", "pkg"]);
+        assert_eq!((code, &v["output"]), (0, &json!({"v8": true})), "{v}");
+    }
+}
+
+#[test]
+fn an_engine_runx_does_not_know_is_an_invalid_profile() {
+    let ws = tempfile::tempdir().unwrap();
+    engine_package(ws.path(), "spidermonkey");
+    let (v, code) = runx_choosing_engine(ws.path(), &["skill", "pkg"]);
+    assert_eq!(code, 64, "{v}");
+    assert_eq!(v["error"]["code"], "invalid_profile", "{v}");
+    let message = v["error"]["message"].as_str().unwrap();
+    assert!(
+        message.contains("engine")
+            && message.contains("spidermonkey")
+            && message.contains("quickjs, v8"),
+        "{message}"
+    );
+    let pkg = ws.path().join("pkg");
+    std::fs::write(
+        pkg.join("X.yaml"),
+        "skill: engines\nversion: '1'\nrunners:\n  main:\n    type: cli-tool\n    command: echo\n    engine: v8\n",
+    )
+    .unwrap();
+    let (v, code) = runx_choosing_engine(ws.path(), &["skill", "pkg"]);
+    assert_eq!(code, 64, "{v}");
+    let message = v["error"]["message"].as_str().unwrap();
+    assert!(
+        message.contains("`engine` applies only to javascript runners"),
+        "{message}"
+    );
+}

@@ -12,9 +12,24 @@ use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
+/// Names the engine every `runx` of these tests runs javascript on (`--engine`); unset, runx
+/// picks its default (QuickJS). CI runs the javascript, harness and pages modules a second
+/// time with `RUNX_TEST_ENGINE=v8` against a runx built with V8.
+pub const TEST_ENGINE_ENV: &str = "RUNX_TEST_ENGINE";
+
+/// The engine the tests run on, when one is named.
+pub fn test_engine() -> Option<String> {
+    std::env::var(TEST_ENGINE_ENV)
+        .ok()
+        .filter(|e| !e.is_empty())
+}
+
 pub fn runx() -> Command {
     let mut c = Command::new(env!("CARGO_BIN_EXE_runx"));
     c.env_remove("RUST_LOG");
+    if let Some(engine) = test_engine() {
+        c.arg("--engine").arg(engine);
+    }
     c
 }
 

@@ -91,6 +91,20 @@ pub enum ProfileError {
         /// Its declared type.
         ty: String,
     },
+    /// The engine a javascript runner runs on is not built into this executable.
+    #[error(
+        "runner `{runner}` runs on the {engine} engine ({why}), which this runx was not built with (it has: {built}); build runx with `--features v8`, or pick a built engine with `--engine`"
+    )]
+    EngineUnavailable {
+        /// The runner's name.
+        runner: String,
+        /// The engine asked for.
+        engine: String,
+        /// Who asked for it: the profile's `engine:` or the caller.
+        why: &'static str,
+        /// The engines this executable has.
+        built: String,
+    },
     /// A runner was requested by a name the package does not declare.
     #[error("skill `{skill}` has no runner `{runner}`; its runners are: {available}")]
     UnknownRunner {
@@ -120,6 +134,7 @@ impl ProfileError {
             ProfileError::Read { .. } | ProfileError::NotAPackage { .. } => "not_a_package",
             ProfileError::TooLarge { .. } | ProfileError::Invalid { .. } => "invalid_profile",
             ProfileError::UnsupportedRunner { .. } => "unsupported_runner",
+            ProfileError::EngineUnavailable { .. } => "engine_unavailable",
             ProfileError::UnknownRunner { .. } => "unknown_runner",
             ProfileError::NoDefaultRunner { .. } => "no_default_runner",
         }
@@ -252,6 +267,10 @@ pub struct JsRunner {
     pub export: Option<String>,
     /// The paged artifact source, for a paged runner.
     pub pages: Option<PagesDecl>,
+    /// The engine the package prefers (`engine: v8`), one of
+    /// [`runx_worker::engine::ENGINES`]; `None` leaves it to the runtime (QuickJS unless the
+    /// caller picks another). The caller's choice (`--engine`) overrides it.
+    pub engine: Option<String>,
 }
 
 /// A paged `json_array` artifact source.

@@ -717,3 +717,36 @@ fn load_reads_and_canonicalises() {
     let e = load(dir.path()).expect_err("bad profile").to_string();
     assert!(e.contains("X.yaml:2:"), "{e}");
 }
+
+#[test]
+fn a_javascript_runner_may_prefer_a_known_engine() {
+    let with = |engine: &str| {
+        format!(
+            "skill: s\nversion: '1'\nrunners:\n  main:\n    type: javascript\n    module: main.mjs\n    engine: {engine}\n"
+        )
+    };
+    let p = ok(&with("v8"));
+    assert_eq!(js(&p.runners["main"]).engine.as_deref(), Some("v8"));
+    let p = ok(
+        "skill: s\nversion: '1'\nrunners:\n  main:\n    type: javascript\n    run: { module: main.mjs, engine: quickjs }\n",
+    );
+    assert_eq!(js(&p.runners["main"]).engine.as_deref(), Some("quickjs"));
+    let p = ok(
+        "skill: s\nversion: '1'\nrunners:\n  main:\n    type: javascript\n    module: main.mjs\n",
+    );
+    assert_eq!(js(&p.runners["main"]).engine, None);
+    let e = err(&with("node"));
+    assert!(
+        e.contains("runners.main") && e.contains("`engine` is `node`") && e.contains("quickjs, v8"),
+        "{e}"
+    );
+    let e = err(&with("[v8]"));
+    assert!(e.contains("engine"), "{e}");
+    let e = err(
+        "skill: s\nversion: '1'\nrunners:\n  t:\n    type: cli-tool\n    command: echo\n    engine: v8\n",
+    );
+    assert!(
+        e.contains("`engine` applies only to javascript runners"),
+        "{e}"
+    );
+}

@@ -23,6 +23,7 @@ pub(super) struct RawRunner {
     default: Option<bool>,
     module: Option<String>,
     export: Option<String>,
+    engine: Option<String>,
     timeout_seconds: Option<u64>,
     environment: Option<RawEnv>,
     inputs: Option<BTreeMap<String, InputDecl>>,
@@ -89,6 +90,7 @@ fn merge_nested(mut outer: RawRunner) -> Result<RawRunner, String> {
     take("default", &mut outer.default, &mut inner.default)?;
     take("module", &mut outer.module, &mut inner.module)?;
     take("export", &mut outer.export, &mut inner.export)?;
+    take("engine", &mut outer.engine, &mut inner.engine)?;
     take(
         "timeout_seconds",
         &mut outer.timeout_seconds,
@@ -180,12 +182,28 @@ fn build_javascript(
         check_export(export)?;
     }
     let pages = raw.pages.map(|p| build_pages(p, inputs)).transpose()?;
+    if let Some(engine) = &raw.engine {
+        check_engine(engine)?;
+    }
     let js = JsRunner {
         module,
         export: raw.export,
         pages,
+        engine: raw.engine,
     };
     Ok((RunnerKind::Javascript(js), timeout))
+}
+
+/// An `engine:` must name an engine runx knows; whether this executable has it is checked when
+/// the runner runs, so that a package preferring V8 still loads everywhere.
+fn check_engine(engine: &str) -> Result<(), String> {
+    if runx_worker::engine::ENGINES.contains(&engine) {
+        return Ok(());
+    }
+    Err(format!(
+        "`engine` is `{engine}`; a javascript runner runs on one of: {}",
+        runx_worker::engine::ENGINES.join(", ")
+    ))
 }
 
 fn build_cli_tool(raw: RawRunner) -> Result<(RunnerKind, Duration), String> {
@@ -193,6 +211,7 @@ fn build_cli_tool(raw: RawRunner) -> Result<(RunnerKind, Duration), String> {
     forbid("module", raw.module.is_some(), "javascript", ty)?;
     forbid("export", raw.export.is_some(), "javascript", ty)?;
     forbid("pages", raw.pages.is_some(), "javascript", ty)?;
+    forbid("engine", raw.engine.is_some(), "javascript", ty)?;
     let timeout = timeout_of(raw.timeout_seconds, &CLI_WALL, ty)?;
     let command = raw
         .command

@@ -11,11 +11,13 @@ use runx_worker::process::Call;
 use serde_json::Value;
 use std::sync::Arc;
 
-/// The module side of a javascript run: the bundle, hashed once, and the call limits.
+/// The module side of a javascript run: the bundle, hashed once, the call limits and the engine
+/// it runs on.
 pub(crate) struct Module {
     pub bundle: Arc<ModuleBundle>,
     pub digest: String,
     pub limits: Limits,
+    pub engine: String,
 }
 
 /// Runs a javascript runner: one call, or the page loop when it declares `pages`.
@@ -25,11 +27,21 @@ pub(crate) fn run(ctx: &RunContext<'_>, step: Step<'_>, js: &JsRunner) -> Ran {
         ..Provenance::default()
     };
     let limits = limits::worker_limits(step.runner);
+    let engine = match ctx.workers.engine_for(step.runner, js.engine.as_deref()) {
+        Ok(engine) => engine,
+        Err(e) => {
+            return Ran {
+                result: Err(e),
+                provenance,
+            };
+        }
+    };
     let module = match bundle::collect(&step.profile.dir, &js.module, limits.source_bytes) {
         Ok(bundle) => Module {
             digest: bundle.digest(),
             bundle: Arc::new(bundle),
             limits,
+            engine,
         },
         Err(e) => {
             return Ran {
@@ -58,6 +70,7 @@ fn call(
     provenance.input_digest = Some(digest(&input_value));
     let input = serde_json::to_vec(&input_value)
         .map_err(|e| RunError::internal("encode", e.to_string()))?;
+    let pool = ctx.workers.pool(&module.engine)?;
     let call = Call {
         bundle: module.bundle,
         bundle_digest: module.digest,
@@ -69,7 +82,7 @@ fn call(
         // A deterministic call may run again on another worker if its worker dies mid-call.
         idempotent: true,
     };
-    let reply = match ctx.workers.pool()?.call(&call) {
+    let reply = match pool.call(&call) {
         Ok(reply) => reply,
         Err(e) => {
             provenance.log = e.log;

@@ -94,7 +94,7 @@ fn admit_and_loop(
     };
     record.timings.admission_ms = ms(started.elapsed());
     let page_loop = PageLoop {
-        pool: ctx.workers.pool()?,
+        pool: ctx.workers.pool(&module.engine)?,
         artifact: &artifact,
         pages,
         export: js.export.clone(),
