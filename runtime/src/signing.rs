@@ -115,6 +115,13 @@ impl KeyRole {
         }
     }
 
+    fn adjective(self) -> &'static str {
+        match self {
+            KeyRole::Signing => "signing",
+            KeyRole::Verification => "verification",
+        }
+    }
+
     fn names(self) -> &'static [&'static str] {
         match self {
             KeyRole::Signing => &SIGN_NAMES,
@@ -676,13 +683,17 @@ fn read_key_file(
             .unwrap_or(name.trim())
             .trim();
         if !role.names().contains(&name) {
+            if SIGN_NAMES.contains(&name) || VERIFY_NAMES.contains(&name) {
+                return Err(at(format!(
+                    "names `{name}`, which does not belong in a {} key file",
+                    role.adjective()
+                )));
+            }
+            // Any other name is not quoted: a line holding a bare base64 seed splits at its
+            // padding, and the seed would be the "name".
             return Err(at(format!(
-                "names `{}`; a {} key file names only {}",
-                printable(name),
-                match role {
-                    KeyRole::Signing => "signing",
-                    KeyRole::Verification => "verification",
-                },
+                "names a variable other than those a {} key file holds ({})",
+                role.adjective(),
                 role.names().join(", ")
             )));
         }
