@@ -95,12 +95,15 @@ fn every_byte_of_a_signed_receipt_is_covered() {
     );
 }
 
+/// An edit of a receipt document.
+type Change = Box<dyn Fn(&mut Value)>;
+
 #[test]
 fn each_kind_of_change_is_named() {
     let dir = tempfile::tempdir().expect("tempdir");
     let good = receipt("r1", Some(&signer(1, "key-1")));
     let doc = crate::signing::as_written(&good).expect("json");
-    let cases: Vec<(&str, Box<dyn Fn(&mut Value)>, Check)> = vec![
+    let cases: Vec<(&str, Change, Check)> = vec![
         (
             "status",
             Box::new(|d| d["skill"] = json!("other")),
