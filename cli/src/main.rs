@@ -17,6 +17,7 @@ mod bench_cmd;
 mod harness_cmd;
 mod inspect;
 mod progress;
+mod receipt_cmd;
 
 /// Exit code for usage and input errors.
 const EXIT_USAGE: u8 = 64;
@@ -47,6 +48,9 @@ enum Command {
     Harness(HarnessArgs),
     /// Measure runx on this machine: `runx bench pages`.
     Bench(bench_cmd::BenchArgs),
+    /// Check receipts offline (`runx receipt verify FILE|DIR...`) or print one (`show FILE`).
+    #[command(subcommand)]
+    Receipt(receipt_cmd::ReceiptCommand),
     /// The worker process (started by runx itself).
     #[command(name = "__worker", hide = true)]
     Worker,
@@ -74,6 +78,8 @@ struct SkillArgs {
     /// Write the receipt under DIR instead of `.runx/receipts` of the working directory.
     #[arg(long, value_name = "DIR")]
     receipt_dir: Option<PathBuf>,
+    #[command(flatten)]
+    sign: receipt_cmd::SignArgs,
 }
 
 #[derive(Subcommand)]
@@ -99,6 +105,12 @@ struct HarnessArgs {
     /// Print a JSON report on stdout.
     #[arg(long)]
     json: bool,
+    /// Write the harness receipt and every case's receipt under DIR instead of
+    /// `.runx/harness-receipts` of the working directory.
+    #[arg(long, value_name = "DIR")]
+    receipt_dir: Option<PathBuf>,
+    #[command(flatten)]
+    sign: receipt_cmd::SignArgs,
 }
 
 fn main() -> ExitCode {
@@ -124,8 +136,23 @@ fn main() -> ExitCode {
             Some(SkillCommand::Inspect(a)) => inspect::inspect(&a.dir, a.json),
             None => skill(args, engine),
         },
-        Command::Harness(args) => harness_cmd::run(&runtime(engine), &args.paths, args.json),
-        Command::Bench(args) => bench_cmd::run(&runtime(engine), args),
+        Command::Harness(args) => {
+            let keys = match receipt_cmd::keys(&args.sign) {
+                Ok(k) => k,
+                Err(e) => return usage(&e.message),
+            };
+            let receipt_dir = args.receipt_dir.clone().unwrap_or_else(|| {
+                runx_runtime::runtime::default_workspace()
+                    .join(".runx")
+                    .join("harness-receipts")
+            });
+            harness_cmd::run(&runtime(engine, keys), &args.paths, args.json, &receipt_dir)
+        }
+        // Bench runs write their receipts into their own scratch space; they are not signed.
+        Command::Bench(args) => {
+            bench_cmd::run(&runtime(engine, receipt_cmd::Keys::default()), args)
+        }
+        Command::Receipt(command) => receipt_cmd::run(command),
         Command::Worker => ExitCode::SUCCESS,
     }
 }
@@ -146,10 +173,17 @@ fn init_tracing(verbose: u8) {
         .try_init();
 }
 
-/// The runtime of this process on `engine`, its workers this very executable, with Ctrl-C
-/// wired to kill its workers and subprocesses.
-fn runtime(engine: &str) -> Arc<Runtime> {
-    let rt = Arc::new(Runtime::new(workers::current_exe_worker()).with_engine(engine));
+/// The runtime of this process on `engine` signing with `keys`, its workers this very
+/// executable, with Ctrl-C wired to kill its workers and subprocesses.
+fn runtime(engine: &str, keys: receipt_cmd::Keys) -> Arc<Runtime> {
+    let mut rt = Runtime::new(workers::current_exe_worker()).with_engine(engine);
+    if let Some(signer) = keys.signer {
+        rt = rt.with_signer(signer);
+    }
+    if let Some(key) = keys.verify {
+        rt = rt.with_verify_key(key);
+    }
+    let rt = Arc::new(rt);
     let handler = rt.clone();
     if let Err(e) = ctrlc::set_handler(move || handler.interrupt()) {
         tracing::warn!("cannot install the Ctrl-C handler: {e}");
@@ -166,19 +200,21 @@ fn skill(args: SkillArgs, engine: &str) -> ExitCode {
     let Some(dir) = &args.dir else {
         return usage("name the skill package directory: runx skill DIR");
     };
-    let inputs = match read_inputs(&args) {
-        Ok(i) => i,
-        Err(e) => {
-            if args.json {
-                print_json(&json!({
-                    "status": "failure", "skill": null, "runner": args.runner,
-                    "output": null, "receipt": null, "error": e,
-                }));
+    let inputs =
+        match receipt_cmd::keys(&args.sign).and_then(|keys| Ok((keys, read_inputs(&args)?))) {
+            Ok(i) => i,
+            Err(e) => {
+                if args.json {
+                    print_json(&json!({
+                        "status": "failure", "skill": null, "runner": args.runner,
+                        "output": null, "receipt": null, "error": e,
+                    }));
+                }
+                return usage(&e.message);
             }
-            return usage(&e.message);
-        }
-    };
-    let rt = runtime(engine);
+        };
+    let (keys, inputs) = inputs;
+    let rt = runtime(engine, keys);
     let mut req = RunRequest::new(dir, inputs);
     req.runner = args.runner.clone();
     req.receipt_dir = args.receipt_dir.clone();

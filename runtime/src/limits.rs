@@ -215,8 +215,23 @@ pub const PROFILE_BYTES: LimitDef = LimitDef::fixed(
     "the X.yaml file of a package",
 );
 
+/// Size of a receipt file `runx receipt verify` and `show` read.
+pub const RECEIPT_BYTES: LimitDef = LimitDef::fixed(
+    "receipt_bytes",
+    Unit::Bytes,
+    64 * MIB as u64,
+    "a receipt file read by `runx receipt verify` or `show`",
+);
+/// Size of a receipt key file.
+pub const KEY_FILE_BYTES: LimitDef = LimitDef::fixed(
+    "key_file_bytes",
+    Unit::Bytes,
+    4 * 1024,
+    "a receipt signing or verification key file",
+);
+
 /// Every limit, for documentation and `runx skill inspect`.
-pub const CATALOGUE: [&LimitDef; 19] = [
+pub const CATALOGUE: [&LimitDef; 21] = [
     &INPUT_BYTES,
     &OUTPUT_BYTES,
     &SOURCE_BYTES,
@@ -236,6 +251,8 @@ pub const CATALOGUE: [&LimitDef; 19] = [
     &RETRY_ATTEMPTS,
     &RETRY_BACKOFF,
     &PROFILE_BYTES,
+    &RECEIPT_BYTES,
+    &KEY_FILE_BYTES,
 ];
 
 /// The limits that apply to one run, with their values.

@@ -1,7 +1,9 @@
-//! Receipts: one `runx.receipt.v1` JSON file per run.
+//! Receipts: one `runx.receipt.v1` JSON file per run, sealed with a body digest and, when a
+//! signing key is configured, signed ([`crate::signing`]).
 
 use crate::failure::RunError;
 use crate::profile::RunnerType;
+use crate::signing::SignatureBlock;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -36,6 +38,15 @@ pub struct Receipt {
     /// Digest of the module bundle (javascript runners).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub bundle_digest: Option<String>,
+    /// The runx release that ran (the `runx-runtime` crate version).
+    #[serde(default)]
+    pub runx_version: String,
+    /// The JavaScript engine of a javascript run; `null` for other runs.
+    #[serde(default)]
+    pub engine: Option<EngineRecord>,
+    /// `sha256:<hex>` of the profile's `X.yaml` bytes; `null` when no profile was read.
+    #[serde(default)]
+    pub profile_digest: Option<String>,
     /// Every limit that applied to the run, by name ([`crate::limits`]).
     pub limits: BTreeMap<String, u64>,
     /// Wall-clock duration of the run in milliseconds.
@@ -51,7 +62,37 @@ pub struct Receipt {
     /// Bytes of console output dropped past the log bound.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub console_dropped_bytes: Option<u64>,
+    /// `sha256:<hex>` of the RFC 8785 canonical JSON of every other field but `signature`
+    /// ([`crate::signing::body_digest`]); set when the receipt is sealed.
+    #[serde(default)]
+    pub body_digest: Option<String>,
+    /// The signature over the body digest; `null` for an unsigned receipt.
+    #[serde(default)]
+    pub signature: Option<SignatureBlock>,
 }
+
+/// The JavaScript engine a run used.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EngineRecord {
+    /// `quickjs` or `v8`.
+    pub name: String,
+    /// The engine's own version as built into runx.
+    pub version: String,
+}
+
+impl EngineRecord {
+    /// The record of the engine `name` built into this executable.
+    pub fn of(name: &str) -> EngineRecord {
+        EngineRecord {
+            name: name.to_string(),
+            version: runx_worker::serve::engine_version(name)
+                .unwrap_or_else(|| "unknown".to_string()),
+        }
+    }
+}
+
+/// The runx release, as receipts record it.
+pub const RUNX_VERSION: &str = env!("CARGO_PKG_VERSION");
 
 /// How a run ended.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -165,6 +206,14 @@ impl Receipt {
             std::process::id(),
             COUNTER.fetch_add(1, Ordering::Relaxed)
         )
+    }
+
+    /// Seals the receipt: sets its `body_digest` and, with a `signer`, its `signature`
+    /// (`null` without one: the receipt is unsigned).
+    pub fn seal(&mut self, signer: Option<&crate::signing::Signer>) {
+        let (body_digest, signature) = crate::signing::seal(self, signer);
+        self.body_digest = body_digest;
+        self.signature = signature;
     }
 
     /// Writes the receipt as `<dir>/<id>.json`, creating `dir` when needed.

@@ -9,9 +9,10 @@ use crate::failure::RunError;
 use crate::inputs::{check_outputs, resolve_inputs};
 use crate::profile::{self, Profile, Runner, RunnerKind, RunnerType};
 use crate::progress::ProgressSink;
-use crate::receipt::{Receipt, RunStatus, now_ms};
+use crate::receipt::{EngineRecord, RUNX_VERSION, Receipt, RunStatus, now_ms};
 use crate::runner::{Produced, Ran, RunContext, Step, cli_tool, javascript};
-use crate::workers::{Workers, discover_worker};
+use crate::signing::{RECEIPT_DIR_ENV, Signer, VerifyKey};
+use crate::workers::{DEFAULT_ENGINE, Workers, discover_worker};
 use runx_worker::engine::ConsoleLog;
 use runx_worker::process::WorkerCommand;
 use serde_json::{Map, Value};
@@ -118,6 +119,9 @@ pub struct Runtime {
     instance: String,
     interrupted: AtomicBool,
     cancel: CancelToken,
+    engine: String,
+    signer: Option<Signer>,
+    verify_key: Option<VerifyKey>,
 }
 
 /// Who ran: what the receipt names, as far as the run got.
@@ -126,6 +130,7 @@ struct Identity {
     version: String,
     runner: String,
     runner_type: Option<RunnerType>,
+    profile_digest: Option<String>,
 }
 
 impl Runtime {
@@ -136,6 +141,9 @@ impl Runtime {
             instance: instance_id(),
             interrupted: AtomicBool::new(false),
             cancel: CancelToken::default(),
+            engine: DEFAULT_ENGINE.to_string(),
+            signer: None,
+            verify_key: None,
         }
     }
 
@@ -154,7 +162,33 @@ impl Runtime {
     /// first with [`crate::workers::check_engine`].
     pub fn with_engine(mut self, engine: &str) -> Runtime {
         self.workers.set_engine(engine);
+        self.engine = engine.to_string();
         self
+    }
+
+    /// Signs every receipt with `signer` (see [`crate::signing`]). Without one, receipts are
+    /// sealed but unsigned.
+    pub fn with_signer(mut self, signer: Signer) -> Runtime {
+        self.signer = Some(signer);
+        self
+    }
+
+    /// The receipt verification key cli-tool children receive
+    /// (`RUNX_RECEIPT_VERIFY_KID`, `RUNX_RECEIPT_VERIFY_ED25519_PUBLIC_KEY_BASE64`); without
+    /// one, the signer's public half is given, if there is a signer.
+    pub fn with_verify_key(mut self, key: VerifyKey) -> Runtime {
+        self.verify_key = Some(key);
+        self
+    }
+
+    /// The key receipts are signed with, if any.
+    pub fn signer(&self) -> Option<&Signer> {
+        self.signer.as_ref()
+    }
+
+    /// The engine of javascript runs, as receipts record it.
+    pub fn engine(&self) -> EngineRecord {
+        EngineRecord::of(&self.engine)
     }
 
     /// The opaque id of this runtime instance (part of every `artifact_ref`).
@@ -185,7 +219,7 @@ impl Runtime {
         if self.interrupted.load(Ordering::SeqCst) && result.is_err() {
             result = Err(RunError::interrupted());
         }
-        let receipt = Receipt {
+        let mut receipt = Receipt {
             schema: crate::receipt::RECEIPT_SCHEMA.to_string(),
             id: Receipt::new_id(started_at_ms),
             skill: identity.skill,
@@ -201,6 +235,9 @@ impl Runtime {
             input_digest: provenance.input_digest,
             output_digest: result.as_ref().ok().map(digest),
             bundle_digest: provenance.bundle_digest,
+            runx_version: RUNX_VERSION.to_string(),
+            engine: (identity.runner_type == Some(RunnerType::Javascript)).then(|| self.engine()),
+            profile_digest: identity.profile_digest,
             limits: provenance.limits.to_map(),
             duration_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
             started_at_ms,
@@ -208,7 +245,10 @@ impl Runtime {
             process: provenance.process,
             console_dropped_bytes: (provenance.log.dropped_bytes > 0)
                 .then_some(provenance.log.dropped_bytes),
+            body_digest: None,
+            signature: None,
         };
+        receipt.seal(self.signer.as_ref());
         let dir = req.receipt_dir();
         let receipt_path = match receipt.write(&dir) {
             Ok(p) => Some(p),
@@ -235,6 +275,7 @@ impl Runtime {
             version: String::new(),
             runner: req.runner.clone().unwrap_or_default(),
             runner_type: None,
+            profile_digest: None,
         };
         let profile = match profile::load(&req.dir) {
             Ok(p) => p,
@@ -242,6 +283,7 @@ impl Runtime {
         };
         identity.skill = profile.skill.clone();
         identity.version = profile.version.clone();
+        identity.profile_digest = Some(profile.digest.clone());
         let runner = match profile.runner(req.runner.as_deref()) {
             Ok(r) => r,
             Err(e) => return (identity, Ran::failed(e.into())),
@@ -271,7 +313,25 @@ impl Runtime {
             workspace: &req.workspace,
             progress: req.progress.as_ref(),
             page_source: resolved.page_source,
+            transport: self.transport(req),
         })
+    }
+
+    /// The runtime variables a cli-tool child receives besides its inputs: `RUNX_RECEIPT_DIR`
+    /// (absolute, since the child's cwd may differ) and the verification key when there is one.
+    /// Never anything of the signing key.
+    fn transport(&self, req: &RunRequest) -> Vec<(String, String)> {
+        let dir = req.receipt_dir();
+        let dir = std::path::absolute(&dir).unwrap_or(dir);
+        let mut vars = vec![(RECEIPT_DIR_ENV.to_string(), dir.display().to_string())];
+        let key = self
+            .verify_key
+            .clone()
+            .or_else(|| self.signer.as_ref().map(Signer::verify_key));
+        if let Some(key) = key {
+            vars.extend(key.child_env());
+        }
+        vars
     }
 
     fn dispatch(&self, step: Step<'_>) -> Ran {

@@ -40,9 +40,16 @@ fn last_line(o: &Output) -> String {
 #[test]
 fn skill_fixtures_pass() {
     let root = fixtures();
+    // The receipts go to a scratch directory, not into the source tree.
+    let receipts = tempfile::tempdir().unwrap();
     let out = run_in(
         &root,
-        &["harness", "."],
+        &[
+            "harness",
+            ".",
+            "--receipt-dir",
+            receipts.path().to_str().unwrap(),
+        ],
         &[("REGION", "leak"), ("TRACE_LABEL", "leak")],
     );
     let text = stdout(&out);

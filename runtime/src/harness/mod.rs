@@ -37,7 +37,8 @@
 //! - [`fixture`]: what a case says (inputs, environment, files, expectations);
 //! - [`discover`](mod@discover): finding packages and their cases;
 //! - [`run`](mod@run): running cases in scratch workspaces into a [`Report`];
-//! - [`matching`]: comparing an outcome with an expectation.
+//! - [`matching`]: comparing an outcome with an expectation;
+//! - [`receipt`](mod@receipt): the one sealed receipt of a whole harness run.
 //!
 //! [`discover()`] turns paths into [`Suite`]s (malformed fixtures are a [`HarnessError`] naming
 //! file and line), and [`run_suites`] runs them on one [`Runtime`](crate::Runtime) into a serializable [`Report`].
@@ -47,11 +48,13 @@ use std::path::{Path, PathBuf};
 pub mod discover;
 pub mod fixture;
 pub mod matching;
+pub mod receipt;
 pub mod run;
 
 pub use discover::{Suite, SuiteCase, discover};
 pub use fixture::{Case, ErrorExpect, Expect, ExpectStatus, OutputExpect, RelPath};
 pub use matching::{Mismatch, check, match_exact, match_subset};
+pub use receipt::{CaseRecord, HARNESS_RECEIPT_SCHEMA, HarnessReceipt};
 pub use run::{
     CaseFailure, CaseResult, Report, ReportStatus, run_case, run_suites, run_suites_with,
 };

@@ -4,7 +4,9 @@ use super::discover::Suite;
 use super::fixture::Case;
 use super::matching::{Mismatch, check};
 use super::{DATA_DIR, FIXTURES_DIR, HarnessError};
+use crate::digest::digest;
 use crate::environment::EnvSource;
+use crate::receipt::Receipt;
 use crate::runtime::{RunOutcome, RunRequest, Runtime};
 use serde::Serialize;
 use serde_json::Value;
@@ -56,6 +58,13 @@ pub struct CaseResult {
     /// The first difference, when it failed.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub mismatch: Option<Mismatch>,
+    /// `sha256:` of the canonical JSON of the case's whole receipt; `null` when the case
+    /// never got as far as a run.
+    pub receipt_digest: Option<String>,
+    /// The case's receipt (its file lives in the scratch workspace, which is gone; the
+    /// harness receipt writes it again beside itself).
+    #[serde(skip)]
+    pub receipt: Option<Receipt>,
 }
 
 /// What a harness run found. Serializes as the `--json` report.
@@ -148,9 +157,13 @@ pub fn run_suites_with(
 /// Runs one case in a fresh scratch workspace and compares.
 pub fn run_case(rt: &Runtime, suite: &Suite, case: &Case) -> CaseResult {
     let started = Instant::now();
-    let (run_status, mismatch) = match prepare_and_run(rt, suite, case) {
+    let (run_status, mismatch, receipt) = match prepare_and_run(rt, suite, case) {
         // The scratch workspace lives until the receipt written inside it has been compared.
-        Ok((_scratch, outcome)) => (outcome.status().to_string(), check(&case.expect, &outcome)),
+        Ok((_scratch, outcome)) => (
+            outcome.status().to_string(),
+            check(&case.expect, &outcome),
+            Some(outcome.receipt),
+        ),
         Err(e) => (
             "failure".to_string(),
             Some(Mismatch {
@@ -159,8 +172,14 @@ pub fn run_case(rt: &Runtime, suite: &Suite, case: &Case) -> CaseResult {
                 actual: Value::Null,
                 message: e.to_string(),
             }),
+            None,
         ),
     };
+    // The digest a verifier computes from the receipt's file.
+    let receipt_digest = receipt
+        .as_ref()
+        .and_then(crate::signing::as_written)
+        .map(|v| digest(&v));
     CaseResult {
         package: suite.package.clone(),
         case: case.name.clone(),
@@ -168,6 +187,8 @@ pub fn run_case(rt: &Runtime, suite: &Suite, case: &Case) -> CaseResult {
         run_status,
         duration_ms: started.elapsed().as_millis() as u64,
         mismatch,
+        receipt_digest,
+        receipt,
     }
 }
 

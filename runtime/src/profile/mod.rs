@@ -153,6 +153,8 @@ pub struct Profile {
     pub version: String,
     /// The package directory ([`load`] canonicalises it; [`parse()`] keeps what it was given).
     pub dir: PathBuf,
+    /// `sha256:<hex>` of the profile text, the `X.yaml` bytes [`load`] read.
+    pub digest: String,
     /// The runners this runtime runs, by name. The single top-level `run:` form is one runner
     /// named `default`.
     pub runners: BTreeMap<String, Runner>,

@@ -84,6 +84,7 @@ pub fn parse(text: &str, dir: &Path, file: &Path) -> Result<Profile, ProfileErro
     Ok(Profile {
         skill: top.skill,
         version: top.version,
+        digest: crate::digest::sha256_hex(text.as_bytes()),
         dir: dir.to_path_buf(),
         default_runner: top.default_runner,
         runners,

@@ -717,3 +717,39 @@ fn load_reads_and_canonicalises() {
     let e = load(dir.path()).expect_err("bad profile").to_string();
     assert!(e.contains("X.yaml:2:"), "{e}");
 }
+
+#[test]
+fn receipt_signing_names_cannot_be_declared() {
+    for (list, name) in [
+        ("required", "RUNX_RECEIPT_SIGN_ED25519_SEED_BASE64"),
+        ("optional", "RUNX_RECEIPT_SIGN_KID"),
+        ("optional", "RUNX_RECEIPT_SIGN_ISSUER_TYPE"),
+        ("required", "runx_receipt_sign_ed25519_seed_base64"),
+    ] {
+        for kind in [
+            "type: javascript, module: a.js",
+            "type: cli-tool, command: ./t.sh",
+        ] {
+            let text =
+                format!("skill: s\nrun: {{ {kind}, environment: {{ {list}: [{name}] }} }}\n");
+            let e = err(&text);
+            assert!(
+                e.contains(&format!("`environment.{list}` names `{name}`"))
+                    && e.contains("receipt-signing material"),
+                "{e}"
+            );
+        }
+    }
+    // The verification key and the receipt directory are public and may be declared.
+    let p = ok(
+        "skill: s\nrun: { type: cli-tool, command: ./t.sh, environment: { optional: [RUNX_RECEIPT_VERIFY_KID, RUNX_RECEIPT_DIR] } }\n",
+    );
+    assert_eq!(p.runners["default"].environment.optional.len(), 2);
+}
+
+#[test]
+fn the_profile_digest_is_of_its_bytes() {
+    let text = "skill: s\nrun: { type: javascript, module: a.js }\n";
+    assert_eq!(ok(text).digest, crate::digest::sha256_hex(text.as_bytes()));
+    assert_ne!(ok(&format!("{text}# comment\n")).digest, ok(text).digest);
+}

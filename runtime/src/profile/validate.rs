@@ -283,6 +283,12 @@ fn build_env(raw: Option<RawEnv>) -> Result<EnvDecl, String> {
                     "`environment.{list}` entry `{name}` is not an environment variable name ([A-Za-z_][A-Za-z0-9_]*)"
                 ));
             }
+            if crate::signing::is_signing_name(name) {
+                return Err(format!(
+                    "`environment.{list}` names `{name}`: receipt-signing material is never given to a runner (names starting with {} are refused)",
+                    crate::signing::SIGN_ENV_PREFIX
+                ));
+            }
             if !seen.insert(name.as_str()) {
                 return Err(format!(
                     "`environment` lists `{name}` more than once; name each variable once, as required or optional"

@@ -49,7 +49,8 @@ fn prepare_and_run(
         .collect::<Result<Vec<_>, _>>()?;
     let cwd = working_directory(tool, runner, &step.profile.dir, step.workspace)?;
     // Dropping `files` removes the staged inputs, whatever happens next.
-    let (files, staged) = subprocess::stage_inputs(&step.inputs)?;
+    let (files, mut staged) = subprocess::stage_inputs(&step.inputs)?;
+    staged.extend(step.transport.iter().cloned());
     let env = subprocess::build_env(
         &host_value,
         &runner.environment,

@@ -39,6 +39,9 @@ pub(crate) struct Step<'a> {
     pub progress: Option<&'a ProgressSink>,
     /// The artifact path and scope of a paged runner, read from the inputs.
     pub page_source: Option<PageSource>,
+    /// Runtime variables a cli-tool child receives besides its inputs (`RUNX_RECEIPT_DIR`, the
+    /// receipt verification key).
+    pub transport: Vec<(String, String)>,
 }
 
 /// What the runtime lends a runner: its workers, its cancellation and its identity.
