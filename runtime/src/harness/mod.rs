@@ -49,11 +49,15 @@ pub mod fixture;
 pub mod matching;
 pub mod run;
 
-pub use discover::{Suite, SuiteCase, discover};
-pub use fixture::{Case, ErrorExpect, Expect, ExpectStatus, OutputExpect, RelPath};
-pub use matching::{Mismatch, check, match_exact, match_subset};
+pub use discover::{PackageError, Suite, SuiteCase, discover};
+pub use fixture::{
+    Caller, Case, CaseKind, ErrorExpect, Expect, ExpectStatus, Journey, JourneyMode, OutputExpect,
+    RelPath, Setup,
+};
+pub use matching::{Mismatch, check, check_case, match_exact, match_subset};
 pub use run::{
-    CaseFailure, CaseResult, Report, ReportStatus, run_case, run_suites, run_suites_with,
+    CaseFailure, CaseResult, CaseVerdict, PackageFailure, PackageResult, PackageStatus, Report,
+    ReportStatus, run_case, run_suites, run_suites_with,
 };
 
 /// The directory of fixture files inside a package.

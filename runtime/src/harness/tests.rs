@@ -103,6 +103,7 @@ fn outcome(output: Option<Value>, error: Option<crate::RunError>) -> RunOutcome 
             (o, None) => Ok(o.unwrap_or(Value::Null)),
         },
         receipt: crate::receipt::Receipt::default(),
+        stderr: None,
         receipt_path: None,
         log: Default::default(),
     }
@@ -177,7 +178,13 @@ fn case_syntax() {
         .expect("parses");
     assert_eq!(c.runner.as_deref(), Some("r"));
     assert_eq!(c.files[&RelPath("d/e.txt".into())], "hi");
-    assert_eq!(c.expect.output, Some(OutputExpect::Subset(json!({"y": 1}))));
+    assert_eq!(
+        c.expect.output,
+        Some(OutputExpect {
+            exact: None,
+            subset: Some(json!({"y": 1}))
+        })
+    );
     for bad in [
         "name: a\nfiles: { ../x: hi }\n",
         "name: a\nfiles: { /etc/x: hi }\n",
@@ -313,28 +320,28 @@ fn malformed_fixtures_name_file_and_line() {
             ),
         ],
     );
-    let e = discover(&[pkg.path().to_path_buf()]).expect_err("malformed");
-    match &e {
-        HarnessError::Malformed { file, line, .. } => {
-            assert!(file.ends_with("fixtures/bad.yaml"), "{e}");
-            assert_eq!(*line, Some(4), "{e}");
-        }
-        other => panic!("{other}"),
-    }
-    assert!(e.to_string().contains("bad.yaml:4:"), "{e}");
+    let broken = |path: &Path| {
+        let suites = discover(&[path.to_path_buf()]).expect("discover");
+        assert_eq!(suites.len(), 1);
+        assert!(suites[0].cases.is_empty(), "{:?}", suites[0].cases);
+        suites[0].broken.clone().expect("malformed")
+    };
+    let e = broken(pkg.path());
+    assert!(e.file.ends_with("fixtures/bad.yaml"), "{e:?}");
+    assert_eq!(e.line, Some(4), "{e:?}");
+    assert!(e.message.contains("bad.yaml:4:"), "{e:?}");
 
     let pkg = package(
         &format!("{PROFILE}harness:\n  cases:\n    - name: a\n      inputz: {{}}\n"),
         &[("m.mjs", ECHO)],
     );
-    let e = discover(&[pkg.path().to_path_buf()]).expect_err("malformed inline");
-    assert!(e.to_string().contains("X.yaml:12:"), "{e}");
+    assert!(broken(pkg.path()).message.contains("X.yaml:12:"));
 
     let pkg = package(PROFILE, &[("fixtures/broken.yaml", "cases: [\n")]);
-    let e = discover(&[pkg.path().join("fixtures/broken.yaml")]).expect_err("syntax");
     assert!(
-        matches!(e, HarnessError::Malformed { line: Some(_), .. }),
-        "{e}"
+        broken(&pkg.path().join("fixtures/broken.yaml"))
+            .line
+            .is_some()
     );
 
     let e = discover(&[pkg.path().join("m.mjs")]).expect_err("not a fixture");

@@ -9,6 +9,7 @@ use crate::digest::digest;
 use crate::environment::host_value;
 use crate::failure::{FailureKind, RunError};
 use crate::limits::{self, CAPTURE_BYTES, CLI_WALL, KILL_GRACE};
+use crate::profile::template::{self, Piece};
 use crate::profile::{CliToolRunner, InputMode, RetryOn, Runner};
 use crate::receipt::{ProcessRecord, StreamRecord};
 use crate::subprocess::{self, Capture, ProcessOutcome, ProcessSpec, Termination};
@@ -68,7 +69,7 @@ fn prepare_and_run(
             serde_json::to_vec(&Value::Object(step.inputs.clone()))
                 .map_err(|e| RunError::internal("encode", e.to_string()))?,
         ),
-        InputMode::Closed => None,
+        InputMode::Closed | InputMode::Args => None,
     };
     let spec = ProcessSpec {
         program,
@@ -83,7 +84,9 @@ fn prepare_and_run(
     let (outcome, attempts) = run_with_retry(ctx, tool, &spec)?;
     drop(files);
     provenance.process = Some(process_record(&spec, &outcome, attempts));
-    conclude(tool, runner, &outcome)
+    let result = conclude(tool, runner, &outcome);
+    provenance.stderr = Some(outcome.stderr);
+    result
 }
 
 /// The working directory: the package directory, a path relative to it, or the workspace
@@ -109,16 +112,16 @@ fn working_directory(
     }
 }
 
-/// Runs the process, and again after a crash when the runner is idempotent, declares
-/// `retry: {on: [crash]}` and the crashed attempt wrote nothing to stdout.
+/// Runs the process, and again after a crash when the runner is idempotent, declares a retry
+/// that applies (`retry: {on: [crash]}` or `max_attempts` > 1) and the crashed attempt wrote
+/// nothing to stdout.
 fn run_with_retry(
     ctx: &RunContext<'_>,
     tool: &CliToolRunner,
     spec: &ProcessSpec,
 ) -> Result<(ProcessOutcome, u32), RunError> {
     let retry = tool
-        .retry
-        .as_ref()
+        .active_retry()
         .filter(|r| tool.idempotent && r.on.contains(&RetryOn::Crash));
     let mut attempts = 0u32;
     loop {
@@ -231,9 +234,9 @@ fn stdout_output(stdout: &[u8]) -> Value {
     }
 }
 
-/// Expands `{{input.NAME}}`, `{{input}}` and `{{env.NAME}}` in one argument. Only declared
-/// inputs and environment names (and `RUNX_CWD`) may be named; anything else fails before
-/// spawn.
+/// Expands the placeholders of one argument ([`template`]): an input given at run time, declared
+/// or not, gives its value (a declared input not given gives nothing); an input neither declared
+/// nor given, an undeclared environment name or a broken template fails before spawn.
 fn expand(
     arg: &str,
     runner: &Runner,
@@ -241,49 +244,36 @@ fn expand(
     env: &BTreeMap<String, String>,
     workspace: &Path,
 ) -> Result<String, RunError> {
-    let mut out = String::new();
-    let mut rest = arg;
     let bad = |m: String| RunError::new(FailureKind::Profile, "template", m);
-    while let Some(start) = rest.find("{{") {
-        out.push_str(&rest[..start]);
-        let after = &rest[start + 2..];
-        let Some(end) = after.find("}}") else {
-            return Err(bad(format!("argument `{arg}` has an unclosed `{{{{`")));
-        };
-        let key = after[..end].trim();
-        if let Some(name) = key.strip_prefix("input.") {
-            if !runner.inputs.contains_key(name) {
-                return Err(bad(format!(
-                    "argument `{arg}` names input `{name}`, which runner `{}` does not declare",
-                    runner.name
-                )));
-            }
-            match inputs.get(name) {
+    let mut out = String::new();
+    for piece in template::pieces(arg).map_err(bad)? {
+        match piece {
+            Piece::Text(text) => out.push_str(text),
+            Piece::Input(name) => match inputs.get(name) {
                 Some(Value::String(s)) => out.push_str(s),
-                Some(Value::Null) | None => {}
+                Some(Value::Null) => {}
                 Some(v) => out.push_str(&v.to_string()),
-            }
-        } else if key == "input" {
-            out.push_str(&Value::Object(inputs.clone()).to_string());
-        } else if let Some(name) = key.strip_prefix("env.") {
-            if name == "RUNX_CWD" {
-                out.push_str(&workspace.display().to_string());
-            } else if runner.environment.declares(name) {
+                None if runner.inputs.contains_key(name) => {}
+                None => {
+                    return Err(bad(format!(
+                        "argument `{arg}` names input `{name}`, which runner `{}` does not declare and the run was not given",
+                        runner.name
+                    )));
+                }
+            },
+            Piece::AllInputs => out.push_str(&Value::Object(inputs.clone()).to_string()),
+            Piece::Env("RUNX_CWD") => out.push_str(&workspace.display().to_string()),
+            Piece::Env(name) if runner.environment.declares(name) => {
                 out.push_str(env.get(name).map(String::as_str).unwrap_or(""));
-            } else {
+            }
+            Piece::Env(name) => {
                 return Err(bad(format!(
                     "argument `{arg}` names environment variable `{name}`, which runner `{}` does not declare",
                     runner.name
                 )));
             }
-        } else {
-            return Err(bad(format!(
-                "argument `{arg}` uses `{{{{{key}}}}}`; only `{{{{input.NAME}}}}`, `{{{{input}}}}` and `{{{{env.NAME}}}}` exist"
-            )));
         }
-        rest = &after[end + 2..];
     }
-    out.push_str(rest);
     Ok(out)
 }
 
