@@ -94,6 +94,16 @@ pub enum InputError {
         /// The pair as given.
         pair: String,
     },
+    /// An `--input-json` pair's value is not JSON.
+    #[error(
+        "`--input-json {key}=...`: the value is not valid JSON ({message}); quote strings as JSON (`{key}='\"text\"'`) or use --input"
+    )]
+    KvInvalidJson {
+        /// The key.
+        key: String,
+        /// What the parser said.
+        message: String,
+    },
     /// Two `-i` pairs name the same key.
     #[error("input `{key}` is given more than once")]
     KvDuplicate {
@@ -147,7 +157,7 @@ impl InputError {
             | InputError::KvEmptyKey { .. }
             | InputError::KvDuplicate { .. } => "bad_pair",
             InputError::NotUtf8 { .. } => "not_utf8",
-            InputError::InvalidJson { .. } => "invalid_json",
+            InputError::InvalidJson { .. } | InputError::KvInvalidJson { .. } => "invalid_json",
             InputError::NotObject { .. } => "not_object",
         }
     }
@@ -486,6 +496,33 @@ pub fn parse_kv(pairs: &[String]) -> Result<Map<String, Value>, InputError> {
         }
         let value =
             serde_json::from_str::<Value>(raw).unwrap_or_else(|_| Value::String(raw.to_string()));
+        if out.insert(key.to_string(), value).is_some() {
+            return Err(InputError::KvDuplicate {
+                key: key.to_string(),
+            });
+        }
+    }
+    Ok(out)
+}
+
+/// Parses `--input KEY=VALUE` pairs (see [`parse_kv`]) and `--input-json KEY=JSON` pairs, whose
+/// value must be JSON, into one object; a key given twice, in either form, is refused.
+pub fn parse_pairs(
+    pairs: &[String],
+    json_pairs: &[String],
+) -> Result<Map<String, Value>, InputError> {
+    let mut out = parse_kv(pairs)?;
+    for pair in json_pairs {
+        let (key, raw) = pair
+            .split_once('=')
+            .ok_or_else(|| InputError::KvNoEquals { pair: pair.clone() })?;
+        if key.is_empty() {
+            return Err(InputError::KvEmptyKey { pair: pair.clone() });
+        }
+        let value = serde_json::from_str::<Value>(raw).map_err(|e| InputError::KvInvalidJson {
+            key: key.to_string(),
+            message: e.to_string(),
+        })?;
         if out.insert(key.to_string(), value).is_some() {
             return Err(InputError::KvDuplicate {
                 key: key.to_string(),
@@ -847,6 +884,27 @@ run:
         assert!(matches!(e, InputError::KvEmptyKey { .. }));
         let e = parse_kv(&["a=1".to_string(), "a=2".to_string()]).expect_err("dup");
         assert_eq!(e.to_string(), "input `a` is given more than once");
+    }
+
+    #[test]
+    fn json_pairs() {
+        let strings = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        let got = parse_pairs(
+            &strings(&["a=x"]),
+            &strings(&["o={\"k\": [1]}", "s=\"007\""]),
+        )
+        .expect("valid");
+        assert_eq!(
+            Value::Object(got),
+            json!({"a": "x", "o": {"k": [1]}, "s": "007"})
+        );
+        let e = parse_pairs(&[], &strings(&["o={k}"])).expect_err("not json");
+        assert_eq!(e.code(), "invalid_json");
+        assert!(e.to_string().contains("`--input-json o=...`"), "{e}");
+        let e = parse_pairs(&strings(&["a=1"]), &strings(&["a=2"])).expect_err("dup");
+        assert!(matches!(e, InputError::KvDuplicate { .. }));
+        let e = parse_pairs(&[], &strings(&["nokey"])).expect_err("no =");
+        assert!(matches!(e, InputError::KvNoEquals { .. }));
     }
 
     #[test]

@@ -297,7 +297,7 @@ fn plan(suite: &Suite, sc: &SuiteCase) -> Plan {
     let case = &sc.case;
     if let Some(kind) = case.kind.filter(|k| *k != CaseKind::Skill) {
         return Plan::Skip(format!(
-            "a `{}` case needs a graph runner (agents, graphs, MCP and A2A); runx runs javascript and cli-tool runners",
+            "a case of kind `{}` needs a graph runner (agents, graphs, MCP and A2A); runx runs javascript and cli-tool runners",
             kind.name()
         ));
     }
@@ -333,7 +333,7 @@ fn plan(suite: &Suite, sc: &SuiteCase) -> Plan {
     };
     match loaded.runner(case.runner.as_deref()) {
         Err(ProfileError::UnsupportedRunner { runner, ty }) => Plan::Skip(format!(
-            "runner `{runner}` is a `{ty}` runner, which needs a graph runner; runx runs javascript and cli-tool runners"
+            "runner `{runner}` has type `{ty}`, which needs a graph runner; runx runs javascript and cli-tool runners"
         )),
         _ => Plan::Run(dir),
     }
