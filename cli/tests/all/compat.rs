@@ -221,6 +221,68 @@ fn a_broken_package_is_an_error_of_that_package_and_the_others_still_run() {
 }
 
 #[test]
+fn a_fixture_file_outside_a_package_names_its_packages_by_target() {
+    let root = tempfile::tempdir().unwrap();
+    copy_dir(
+        &fixtures().join("json-echo"),
+        &root.path().join("skills/json-echo"),
+    );
+    write_all(
+        root.path(),
+        &[
+            (
+                "harness/echo.yaml",
+                "name: echo-from-collection\nkind: skill\ntarget: ../skills/json-echo\ninputs: { payload: [1] }\nexpect: { output: { subset: { shape: array } } }\n",
+            ),
+            (
+                "harness/graph.yaml",
+                "name: graph-from-collection\nkind: graph\ntarget: ../skills/json-echo/X.yaml\nexpect: { status: sealed }\n",
+            ),
+            (
+                "harness/lost.yaml",
+                "name: lost\nkind: skill\ninputs: {}\nexpect: { status: sealed }\n",
+            ),
+            (
+                "harness/missing.yaml",
+                "name: missing\nkind: skill\ntarget: ../skills/nowhere\nexpect: { status: sealed }\n",
+            ),
+        ],
+    );
+    let h = root.path().join("harness");
+    let file = |n: &str| h.join(n).to_str().unwrap().to_string();
+    let (v, code) = json_in(
+        root.path(),
+        &["harness", &file("echo.yaml"), &file("graph.yaml")],
+        &[],
+    );
+    assert_eq!(code, 0, "{v:#}");
+    assert_eq!(
+        (&v["passed"], &v["skipped"]),
+        (&json!(1), &json!(1)),
+        "{v:#}"
+    );
+    // A case without a target has no package there; a target that does not exist fails.
+    let (v, code) = json_in(root.path(), &["harness", &file("lost.yaml")], &[]);
+    assert_eq!(code, 64, "{v:#}");
+    assert!(
+        v["errors"][0]["message"]
+            .as_str()
+            .unwrap()
+            .contains("has no `target`"),
+        "{v}"
+    );
+    let (v, code) = json_in(root.path(), &["harness", &file("missing.yaml")], &[]);
+    assert_eq!(code, 1, "{v:#}");
+    assert!(
+        v["failures"][0]["message"]
+            .as_str()
+            .unwrap()
+            .contains("target `../skills/nowhere`"),
+        "{v}"
+    );
+}
+
+#[test]
 fn expectations_runx_cannot_meet_fail_and_say_why() {
     let root = tempfile::tempdir().unwrap();
     copy_dir(&fixtures().join("json-echo"), &root.path().join("p"));

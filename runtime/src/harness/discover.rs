@@ -103,7 +103,8 @@ impl PackageError {
 }
 
 /// Turns harness paths into suites. A path is a fixture file (`.yaml` inside a package's
-/// `fixtures/`: only its cases), or a directory: every package at or below it (a directory with
+/// `fixtures/`: only its cases; elsewhere, cases that name their package with `target`), or a
+/// directory: every package at or below it (a directory with
 /// `X.yaml`, nested ones included, like `agency/graph/plan`), in path order, each with its inline
 /// cases and every `fixtures/*.yaml`. Only unusable paths are errors here; a broken package is a
 /// suite with [`Suite::broken`].
@@ -306,30 +307,60 @@ fn is_yaml(p: &Path) -> bool {
     matches!(p.extension().and_then(|e| e.to_str()), Some("yaml" | "yml"))
 }
 
-/// The suite of one fixture file: its package is the parent of `fixtures/`.
+/// The suite of one fixture file. Inside a package's `fixtures/` its package is the parent of
+/// `fixtures/`; elsewhere (a collection of cases, like runx's `fixtures/harness/`) every case
+/// names its package with `target`.
 fn fixture_file_suite(file: &Path) -> Result<Suite, HarnessError> {
     let canonical = file
         .canonicalize()
         .map_err(|e| HarnessError::path(file, format!("cannot read: {e}")))?;
+    if !is_yaml(&canonical) {
+        return Err(HarnessError::path(
+            file,
+            "is not a fixture file: expected a .yaml or .yml file",
+        ));
+    }
     let package = canonical
         .parent()
         .filter(|p| p.file_name().is_some_and(|n| n == FIXTURES_DIR))
         .and_then(Path::parent)
         .filter(|p| p.join(PROFILE_FILE).is_file());
-    let Some(dir) = package.filter(|_| is_yaml(&canonical)) else {
-        return Err(HarnessError::path(
-            file,
-            format!(
-                "is not a fixture file: expected a .yaml file in the `{FIXTURES_DIR}/` directory of a skill package"
-            ),
-        ));
+    let mut suite = match package {
+        Some(dir) => loaded_suite(dir, package_name(dir)),
+        None => Suite {
+            package: canonical
+                .file_stem()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default(),
+            dir: canonical.parent().unwrap_or(Path::new("/")).to_path_buf(),
+            cases: Vec::new(),
+            broken: None,
+            diagnostics: Vec::new(),
+        },
     };
-    let mut suite = loaded_suite(dir, package_name(dir));
-    if suite.broken.is_none() {
-        match read_fixture_file(file) {
-            Ok(cases) => suite.cases = cases,
-            Err(e) => suite.broken = Some(e.into()),
+    if suite.broken.is_some() {
+        return Ok(suite);
+    }
+    match read_fixture_file(file) {
+        Ok(cases) => {
+            let untargeted = cases.iter().find(|c| c.case.target.is_none());
+            match (package, untargeted) {
+                (None, Some(c)) => {
+                    suite.broken = Some(PackageError {
+                        file: canonical.clone(),
+                        line: None,
+                        column: None,
+                        message: format!(
+                            "{}: case `{}` has no `target`; outside a package's `{FIXTURES_DIR}/` a case names its package with `target`",
+                            canonical.display(),
+                            c.case.name
+                        ),
+                    })
+                }
+                _ => suite.cases = cases,
+            }
         }
+        Err(e) => suite.broken = Some(e.into()),
     }
     Ok(suite)
 }

@@ -86,7 +86,7 @@ impl CaseKind {
 }
 
 /// A case declared inline in `X.yaml` under `harness.cases` (no `kind`, `target`, `metadata` or
-/// `setup`: it runs its own package).
+/// `setup`): a `skill` case of its own package.
 #[derive(Clone, Debug, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct InlineCase {
@@ -111,7 +111,7 @@ impl From<InlineCase> for Case {
     fn from(c: InlineCase) -> Case {
         Case {
             name: c.name,
-            kind: None,
+            kind: Some(CaseKind::Skill),
             target: None,
             runner: c.runner,
             inputs: c.inputs,

@@ -379,3 +379,26 @@ fn output_declarations_are_closed() {
     assert!(e.contains("unknown field `format`"), "{e}");
     assert_eq!(line, Some(7));
 }
+
+#[test]
+fn hostile_yaml_in_declared_keys_is_refused() {
+    // An alias bomb hidden in a key this runtime only shows.
+    let mut text = String::from(
+        "skill: s\nrun: { type: javascript, module: a.mjs }\npolicy:\n  a0: &a0 [x, x, x, x, x, x, x, x, x, x]\n",
+    );
+    for i in 1..9 {
+        let refs = vec![format!("*a{}", i - 1); 10].join(", ");
+        text.push_str(&format!("  a{i}: &a{i} [{refs}]\n"));
+    }
+    let (e, _, _) = err(&text);
+    assert!(e.contains("repetition limit exceeded"), "{e}");
+    // A key that is not a string.
+    let (e, line, _) = err("skill: s\nrun: { type: javascript, module: a.mjs }\n[a, b]: 1\n");
+    assert!(line.is_some(), "{e}");
+    // A key given twice.
+    let (e, _, _) = err(&format!("{JS}    module: b.mjs\n"));
+    assert!(
+        e.contains("`module` is given twice") || e.contains("duplicate"),
+        "{e}"
+    );
+}

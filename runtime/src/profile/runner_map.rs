@@ -10,12 +10,11 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 
-use serde::Deserializer;
 use serde::de::{self, DeserializeSeed, MapAccess, Visitor};
+use serde::{Deserialize, Deserializer};
 use serde_json::{Map, Value};
 
 use super::decl::{DeclContext, InputsSeed};
-use super::validate::{RawArtifacts, RawEnv, RawIdempotency, RawPages, RawRetry};
 use super::{InputDecl, OutputDecl};
 
 /// Runner keys this runtime acts on.
@@ -321,4 +320,137 @@ fn read_runnable<'de, A: MapAccess<'de>>(
         }
     }
     Ok(())
+}
+
+// ---------------------------------------------------------------------------------------------
+// The small blocks of a runner, as written.
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawEnv {
+    #[serde(default)]
+    pub required: Vec<String>,
+    #[serde(default)]
+    pub optional: Vec<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawPages {
+    pub path_from: String,
+    pub path_scope_from: String,
+    pub media_type: Option<String>,
+    pub framing: Option<String>,
+    pub page_bytes: Option<u64>,
+}
+
+/// `retry:` in either form: `{attempts, on, backoff_seconds}` (additional runs) or runx
+/// packages' `{max_attempts}` (all runs, the first included).
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawRetry {
+    pub attempts: Option<u32>,
+    pub max_attempts: Option<u32>,
+    pub on: Option<Vec<String>>,
+    pub backoff_seconds: Option<u64>,
+}
+
+impl RawRetry {
+    /// The block as written, for a runner that only shows it.
+    pub(super) fn to_json(&self) -> Value {
+        let mut m = Map::new();
+        if let Some(a) = self.attempts {
+            m.insert("attempts".into(), a.into());
+        }
+        if let Some(a) = self.max_attempts {
+            m.insert("max_attempts".into(), a.into());
+        }
+        if let Some(on) = &self.on {
+            m.insert("on".into(), on.clone().into());
+        }
+        if let Some(b) = self.backoff_seconds {
+            m.insert("backoff_seconds".into(), b.into());
+        }
+        Value::Object(m)
+    }
+}
+
+/// `artifacts:` as written (`namedEmits`/`wrapAs` are the same keys spelt as in older packages).
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawArtifacts {
+    pub emits: Option<OneOrMany>,
+    #[serde(alias = "namedEmits")]
+    pub named_emits: Option<BTreeMap<String, String>>,
+    pub packets: Option<BTreeMap<String, String>>,
+    #[serde(alias = "wrapAs")]
+    pub wrap_as: Option<String>,
+    pub packet: Option<String>,
+}
+
+/// One name, or a list of names.
+#[derive(Deserialize, Clone)]
+#[serde(untagged)]
+pub(super) enum OneOrMany {
+    One(String),
+    Many(Vec<String>),
+}
+
+impl RawArtifacts {
+    pub(super) fn to_json(&self) -> Value {
+        let mut m = Map::new();
+        match &self.emits {
+            Some(OneOrMany::One(e)) => {
+                m.insert("emits".into(), e.clone().into());
+            }
+            Some(OneOrMany::Many(e)) => {
+                m.insert("emits".into(), e.clone().into());
+            }
+            None => {}
+        }
+        if let Some(n) = &self.named_emits {
+            m.insert("named_emits".into(), serde_json::json!(n));
+        }
+        if let Some(p) = &self.packets {
+            m.insert("packets".into(), serde_json::json!(p));
+        }
+        if let Some(w) = &self.wrap_as {
+            m.insert("wrap_as".into(), w.clone().into());
+        }
+        if let Some(p) = &self.packet {
+            m.insert("packet".into(), p.clone().into());
+        }
+        Value::Object(m)
+    }
+}
+
+/// `idempotency:` as runx packages write it: a key template, or `{key: ...}`. Declaring one marks
+/// the runner idempotent.
+#[derive(Deserialize)]
+#[serde(untagged)]
+pub(super) enum RawIdempotency {
+    Key(String),
+    Object(IdempotencyObject),
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct IdempotencyObject {
+    key: String,
+}
+
+impl RawIdempotency {
+    pub(super) fn key(&self) -> &str {
+        match self {
+            RawIdempotency::Key(k) => k,
+            RawIdempotency::Object(o) => &o.key,
+        }
+    }
+
+    pub(super) fn to_json(&self) -> Value {
+        match self {
+            RawIdempotency::Key(k) => k.clone().into(),
+            RawIdempotency::Object(o) => serde_json::json!({ "key": o.key }),
+        }
+    }
 }

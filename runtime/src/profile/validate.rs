@@ -7,10 +7,9 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
-use serde::Deserialize;
-use serde_json::{Map, Value};
+use serde_json::Value;
 
-use super::runner_map::RawRunner;
+use super::runner_map::{OneOrMany, RawArtifacts, RawEnv, RawPages, RawRetry, RawRunner};
 use super::template::{self, Piece};
 use super::{
     ArtifactsDecl, CliToolRunner, Diagnostic, EnvDecl, Framing, InputDecl, InputMode, JsRunner,
@@ -18,135 +17,6 @@ use super::{
     ValueType,
 };
 use crate::limits::{CLI_WALL, JS_WALL, LimitDef, PAGE_BYTES, RETRY_ATTEMPTS, RETRY_BACKOFF};
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-pub(super) struct RawEnv {
-    #[serde(default)]
-    required: Vec<String>,
-    #[serde(default)]
-    optional: Vec<String>,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-pub(super) struct RawPages {
-    path_from: String,
-    path_scope_from: String,
-    media_type: Option<String>,
-    framing: Option<String>,
-    page_bytes: Option<u64>,
-}
-
-/// `retry:` in either form: `{attempts, on, backoff_seconds}` (additional runs) or runx
-/// packages' `{max_attempts}` (all runs, the first included).
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-pub(super) struct RawRetry {
-    attempts: Option<u32>,
-    max_attempts: Option<u32>,
-    on: Option<Vec<String>>,
-    backoff_seconds: Option<u64>,
-}
-
-impl RawRetry {
-    /// The block as written, for a runner that only shows it.
-    fn to_json(&self) -> Value {
-        let mut m = Map::new();
-        if let Some(a) = self.attempts {
-            m.insert("attempts".into(), a.into());
-        }
-        if let Some(a) = self.max_attempts {
-            m.insert("max_attempts".into(), a.into());
-        }
-        if let Some(on) = &self.on {
-            m.insert("on".into(), on.clone().into());
-        }
-        if let Some(b) = self.backoff_seconds {
-            m.insert("backoff_seconds".into(), b.into());
-        }
-        Value::Object(m)
-    }
-}
-
-/// `artifacts:` as written (`namedEmits`/`wrapAs` are the same keys spelt as in older packages).
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-pub(super) struct RawArtifacts {
-    emits: Option<OneOrMany>,
-    #[serde(alias = "namedEmits")]
-    named_emits: Option<BTreeMap<String, String>>,
-    packets: Option<BTreeMap<String, String>>,
-    #[serde(alias = "wrapAs")]
-    wrap_as: Option<String>,
-    packet: Option<String>,
-}
-
-#[derive(Deserialize, Clone)]
-#[serde(untagged)]
-enum OneOrMany {
-    One(String),
-    Many(Vec<String>),
-}
-
-impl RawArtifacts {
-    pub(super) fn to_json(&self) -> Value {
-        let mut m = Map::new();
-        match &self.emits {
-            Some(OneOrMany::One(e)) => {
-                m.insert("emits".into(), e.clone().into());
-            }
-            Some(OneOrMany::Many(e)) => {
-                m.insert("emits".into(), e.clone().into());
-            }
-            None => {}
-        }
-        if let Some(n) = &self.named_emits {
-            m.insert("named_emits".into(), serde_json::json!(n));
-        }
-        if let Some(p) = &self.packets {
-            m.insert("packets".into(), serde_json::json!(p));
-        }
-        if let Some(w) = &self.wrap_as {
-            m.insert("wrap_as".into(), w.clone().into());
-        }
-        if let Some(p) = &self.packet {
-            m.insert("packet".into(), p.clone().into());
-        }
-        Value::Object(m)
-    }
-}
-
-/// `idempotency:` as runx packages write it: a key template, or `{key: ...}`. Declaring one marks
-/// the runner idempotent.
-#[derive(Deserialize)]
-#[serde(untagged)]
-pub(super) enum RawIdempotency {
-    Key(String),
-    Object(IdempotencyObject),
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-pub(super) struct IdempotencyObject {
-    key: String,
-}
-
-impl RawIdempotency {
-    fn key(&self) -> &str {
-        match self {
-            RawIdempotency::Key(k) => k,
-            RawIdempotency::Object(o) => &o.key,
-        }
-    }
-
-    pub(super) fn to_json(&self) -> Value {
-        match self {
-            RawIdempotency::Key(k) => k.clone().into(),
-            RawIdempotency::Object(o) => serde_json::json!({ "key": o.key }),
-        }
-    }
-}
 
 /// Merges the nested `run:`/`source:` block into the runner, refusing a key given in both
 /// places.

@@ -290,3 +290,63 @@ fn quote(stderr: &str) -> String {
         format!("; stderr ends with:\n{stderr}")
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::profile::parse;
+    use serde_json::json;
+
+    fn runner() -> Runner {
+        let p = parse(
+            "skill: s\nrun:\n  type: cli-tool\n  command: x\n  environment: { optional: [STAGE] }\n  inputs:\n    name: string\n    quiet: string\n",
+            Path::new("/pkg"),
+            Path::new("/pkg/X.yaml"),
+        )
+        .expect("profile");
+        p.runners["default"].clone()
+    }
+
+    fn expand_with(arg: &str, inputs: serde_json::Value) -> Result<String, RunError> {
+        let inputs = inputs.as_object().cloned().unwrap_or_default();
+        let env = BTreeMap::from([("STAGE".to_string(), "test".to_string())]);
+        expand(arg, &runner(), &inputs, &env, Path::new("/ws"))
+    }
+
+    #[test]
+    fn every_template_form() {
+        let got = expand_with(
+            "{{name}}|{{ name }}|{{input.name}}|{{quiet}}|{{extra}}|{{env.STAGE}}|{{env.RUNX_CWD}}|{{n}}",
+            json!({"name": "ada", "extra": [1], "n": 2}),
+        )
+        .expect("expands");
+        assert_eq!(got, "ada|ada|ada||[1]|test|/ws|2");
+        assert_eq!(
+            expand_with("{{input}}", json!({"a": null})).expect("expands"),
+            r#"{"a":null}"#
+        );
+    }
+
+    #[test]
+    fn values_are_never_expanded_again() {
+        let got =
+            expand_with("{{name}}", json!({"name": "{{env.STAGE}} {{quiet}}"})).expect("expands");
+        assert_eq!(got, "{{env.STAGE}} {{quiet}}");
+    }
+
+    #[test]
+    fn unknown_names_fail_before_spawn() {
+        for (arg, want) in [
+            ("{{extra}}", "does not declare and the run was not given"),
+            ("{{env.HOME}}", "environment variable `HOME`"),
+            ("{{name", "unclosed"),
+        ] {
+            let e = expand_with(arg, json!({})).expect_err(arg);
+            assert_eq!(
+                (e.kind, e.code.as_str()),
+                (FailureKind::Profile, "template")
+            );
+            assert!(e.message.contains(want), "{arg}: {e}");
+        }
+    }
+}
