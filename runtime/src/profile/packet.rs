@@ -73,17 +73,25 @@ impl PacketFinder {
                 found.schema.clone(),
             )),
             None => {
-                let places: Vec<String> = index
+                let top = self
+                    .dir
+                    .ancestors()
+                    .take(search_depth())
+                    .last()
+                    .unwrap_or(&self.dir);
+                let found: Vec<String> = index
                     .searched
                     .iter()
                     .map(|p| p.display().to_string())
                     .collect();
                 Err(format!(
-                    "packet `{id}` has no schema: no .json file with \"{PACKET_ID_KEY}\": \"{id}\" in {}",
-                    if places.is_empty() {
-                        "any packets/ or dist/packets/ directory of the profile's directory or its ancestors".to_string()
+                    "packet `{id}` has no schema: no .json file with \"{PACKET_ID_KEY}\": \"{id}\" in packets/ or dist/packets/ of {} or its ancestors up to {} (directories that exist there: {})",
+                    self.dir.display(),
+                    top.display(),
+                    if found.is_empty() {
+                        "none".to_string()
                     } else {
-                        places.join(", ")
+                        found.join(", ")
                     }
                 ))
             }
@@ -96,8 +104,7 @@ impl Index {
     /// file naming an id wins.
     fn build(dir: &Path) -> Index {
         let mut index = Index::default();
-        let depth = usize::try_from(PACKET_SEARCH_DEPTH.max).unwrap_or(usize::MAX);
-        for ancestor in dir.ancestors().take(depth) {
+        for ancestor in dir.ancestors().take(search_depth()) {
             for sub in ["packets", "dist/packets"] {
                 let candidate = ancestor.join(sub);
                 // Only real directories: a symbolic link could point anywhere on the host.
@@ -141,6 +148,11 @@ impl Index {
             });
         }
     }
+}
+
+/// Directories searched: the profile's and its ancestors.
+fn search_depth() -> usize {
+    usize::try_from(PACKET_SEARCH_DEPTH.max).unwrap_or(usize::MAX)
 }
 
 /// The bytes of `file` when it is a regular file (not a link, FIFO or device) of at most
