@@ -1,9 +1,10 @@
-//! `runx harness PATH...`: discovers fixture cases, runs them on one runtime, prints one line per
-//! case and the summary line `N passed, M failed` (or a JSON report with `--json`), and writes
-//! the harness receipt with every case receipt beside it.
+//! `runx harness PATH...`: discovers packages and their fixture cases, runs them on one runtime,
+//! prints one line per case, every malformed package and every load-time diagnostic, and the
+//! summary line `N passed, M failed` (or a JSON report with `--json`), and writes the harness
+//! receipt with every case receipt beside it.
 
 use runx_runtime::Runtime;
-use runx_runtime::harness::{self, CaseResult, HarnessReceipt, Report, ReportStatus};
+use runx_runtime::harness::{self, CaseResult, CaseVerdict, HarnessReceipt, Report, ReportStatus};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
@@ -70,6 +71,15 @@ pub fn run(rt: &Runtime, paths: &[PathBuf], as_json: bool, receipt_dir: &Path) -
 }
 
 fn print_case(c: &CaseResult) {
+    if c.outcome == CaseVerdict::Skipped {
+        println!(
+            "SKIP {}/{}: {}",
+            c.package,
+            c.case,
+            c.skip_reason.as_deref().unwrap_or("")
+        );
+        return;
+    }
     let verdict = if c.passed { "PASS" } else { "FAIL" };
     println!("{verdict} {}/{} ({} ms)", c.package, c.case, c.duration_ms);
     if let Some(m) = &c.mismatch {
@@ -84,6 +94,14 @@ fn compact(v: &serde_json::Value) -> String {
 }
 
 fn print_summary(report: &Report) {
+    for p in &report.packages {
+        for d in &p.diagnostics {
+            println!("NOTE {}: {d}", p.package);
+        }
+    }
+    for e in &report.errors {
+        println!("BROKEN {}: {}", e.package, e.error.message);
+    }
     for package in &report.not_declared {
         println!("{package}: no harness cases declared (not_declared)");
     }

@@ -80,3 +80,5 @@ pub use environment::EnvSource;
 pub use failure::{FailureKind, RunError};
 pub use runner::cli_tool::WORKSPACE_CWD_TOKEN;
 pub use runtime::{RunOutcome, RunRequest, Runtime};
+/// The console output of a javascript run ([`RunOutcome::log`]).
+pub use runx_worker::engine::{ConsoleLog, LogLine};

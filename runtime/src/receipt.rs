@@ -1,7 +1,7 @@
 //! Receipts: one `runx.receipt.v1` JSON file per run, sealed with a body digest and, when a
 //! signing key is configured, signed ([`crate::signing`]).
 
-use crate::failure::RunError;
+use crate::failure::{FailureKind, RunError};
 use crate::profile::RunnerType;
 use crate::signing::SignatureBlock;
 use serde::{Deserialize, Serialize};
@@ -27,8 +27,19 @@ pub struct Receipt {
     pub runner: String,
     /// `javascript` or `cli-tool`; `null` when the run failed before a runner was selected.
     pub runner_type: Option<RunnerType>,
-    /// `sealed` or `failure`.
+    /// `sealed` or `failure`: whether the run succeeded.
     pub status: RunStatus,
+    /// Always `sealed`: the receipt is closed and final, whatever the run's status (runx
+    /// packages' `expect.receipt.state`).
+    #[serde(default = "sealed_state")]
+    pub state: String,
+    /// How the run closed: `closed`, `failed`, `timed_out` or `killed` (see [`Closure`]).
+    #[serde(default)]
+    pub disposition: Disposition,
+    /// Why it closed so: `process_closed`, `process_failed`, `process_timed_out`,
+    /// `process_killed` or `input_contract_invalid`.
+    #[serde(default)]
+    pub reason_code: String,
     /// The failure, when there was one.
     pub failure: Option<RunError>,
     /// Canonical-JSON SHA-256 of the inputs the module saw.
@@ -118,6 +129,61 @@ impl RunStatus {
 impl std::fmt::Display for RunStatus {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(self.name())
+    }
+}
+
+/// The `state` of every receipt runx writes.
+pub const SEALED_STATE: &str = "sealed";
+
+fn sealed_state() -> String {
+    SEALED_STATE.to_string()
+}
+
+/// How a run closed, in the words of runx receipts' closure.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Disposition {
+    /// The run sealed its output.
+    Closed,
+    /// The run failed (most failures).
+    #[default]
+    Failed,
+    /// The run hit its wall-clock limit (`resource_limit/wall_milliseconds`).
+    TimedOut,
+    /// The run was interrupted and its workers and processes killed (`interrupted`).
+    Killed,
+}
+
+/// A run's closure: its disposition and reason code.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Closure {
+    /// How it closed.
+    pub disposition: Disposition,
+    /// Why.
+    pub reason_code: &'static str,
+}
+
+impl Closure {
+    /// The closure of a run that ended with `result`: sealed → `closed`/`process_closed`;
+    /// inputs refused before start → `failed`/`input_contract_invalid`; the wall-clock limit →
+    /// `timed_out`/`process_timed_out`; interrupted → `killed`/`process_killed`; any other
+    /// failure → `failed`/`process_failed`.
+    pub fn of(result: &Result<serde_json::Value, RunError>) -> Closure {
+        let (disposition, reason_code) = match result {
+            Ok(_) => (Disposition::Closed, "process_closed"),
+            Err(e) => match e.kind {
+                FailureKind::Input => (Disposition::Failed, "input_contract_invalid"),
+                FailureKind::ResourceLimit if e.code == crate::limits::JS_WALL.name => {
+                    (Disposition::TimedOut, "process_timed_out")
+                }
+                FailureKind::Interrupted => (Disposition::Killed, "process_killed"),
+                _ => (Disposition::Failed, "process_failed"),
+            },
+        };
+        Closure {
+            disposition,
+            reason_code,
+        }
     }
 }
 

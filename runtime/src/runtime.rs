@@ -9,9 +9,12 @@ use crate::failure::RunError;
 use crate::inputs::{check_outputs, resolve_inputs};
 use crate::profile::{self, Profile, Runner, RunnerKind, RunnerType};
 use crate::progress::ProgressSink;
-use crate::receipt::{EngineRecord, RUNX_VERSION, Receipt, RunStatus, now_ms};
+use crate::receipt::{
+    Closure, EngineRecord, RUNX_VERSION, Receipt, RunStatus, SEALED_STATE, now_ms,
+};
 use crate::runner::{Produced, Ran, RunContext, Step, cli_tool, javascript};
 use crate::signing::{RECEIPT_DIR_ENV, Signer, VerifyKey};
+use crate::subprocess::Capture;
 use crate::workers::{DEFAULT_ENGINE, Workers, discover_worker};
 use runx_worker::engine::ConsoleLog;
 use runx_worker::process::WorkerCommand;
@@ -86,6 +89,9 @@ pub struct RunOutcome {
     pub receipt_path: Option<PathBuf>,
     /// Console output of javascript runners.
     pub log: ConsoleLog,
+    /// What a cli-tool runner wrote to stderr: the first
+    /// [`CAPTURE_BYTES`](crate::limits::CAPTURE_BYTES) and the count of every byte.
+    pub stderr: Option<Capture>,
 }
 
 impl RunOutcome {
@@ -219,6 +225,7 @@ impl Runtime {
         if self.interrupted.load(Ordering::SeqCst) && result.is_err() {
             result = Err(RunError::interrupted());
         }
+        let closure = Closure::of(&result);
         let mut receipt = Receipt {
             schema: crate::receipt::RECEIPT_SCHEMA.to_string(),
             id: Receipt::new_id(started_at_ms),
@@ -231,6 +238,9 @@ impl Runtime {
             } else {
                 RunStatus::Failure
             },
+            state: SEALED_STATE.to_string(),
+            disposition: closure.disposition,
+            reason_code: closure.reason_code.to_string(),
             failure: result.as_ref().err().cloned(),
             input_digest: provenance.input_digest,
             output_digest: result.as_ref().ok().map(digest),
@@ -264,6 +274,7 @@ impl Runtime {
             receipt,
             receipt_path,
             log: provenance.log,
+            stderr: provenance.stderr,
         }
     }
 

@@ -3,6 +3,7 @@
 
 mod bench;
 mod cli_tool;
+mod compat;
 mod docs;
 mod harness;
 mod javascript;

@@ -20,6 +20,7 @@ use crate::limits::AppliedLimits;
 use crate::profile::{Profile, Runner};
 use crate::progress::ProgressSink;
 use crate::receipt::{ArtifactProvenance, ProcessRecord};
+use crate::subprocess::Capture;
 use crate::workers::Workers;
 use runx_worker::engine::ConsoleLog;
 use serde_json::{Map, Value};
@@ -72,6 +73,8 @@ pub(crate) struct Provenance {
     pub process: Option<ProcessRecord>,
     /// Console output of javascript calls.
     pub log: ConsoleLog,
+    /// What a cli-tool wrote to stderr (its kept prefix and full count).
+    pub stderr: Option<Capture>,
 }
 
 /// What a runner did: its result and its provenance.

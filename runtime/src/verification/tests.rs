@@ -314,6 +314,9 @@ fn case(package: &str, name: &str, receipt: Option<Receipt>) -> CaseResult {
             .and_then(crate::signing::as_written)
             .map(|v| digest(&v)),
         receipt,
+        outcome: crate::harness::CaseVerdict::Passed,
+        kind: None,
+        skip_reason: None,
     }
 }
 
@@ -331,6 +334,9 @@ fn harness_run(dir: &Path, signer: &Signer) -> PathBuf {
         failures: Vec::new(),
         not_declared: vec!["empty".to_string()],
         cases,
+        skipped: 0,
+        errors: Vec::new(),
+        packages: Vec::new(),
     };
     let h = HarnessReceipt::new(&rt, &report, 1, 2);
     h.write(&report, dir).expect("write")
@@ -399,6 +405,9 @@ fn a_case_receipt_that_does_not_verify_fails_the_harness_receipt() {
         failures: Vec::new(),
         not_declared: Vec::new(),
         cases,
+        skipped: 0,
+        errors: Vec::new(),
+        packages: Vec::new(),
     };
     let path = HarnessReceipt::new(&rt, &report, 1, 2)
         .write(&report, dir.path())
