@@ -1,16 +1,20 @@
-//! `runx harness PATH...`: discovers fixture cases, runs them on one runtime, prints one line per
-//! case and the summary line `N passed, M failed` (or a JSON report with `--json`).
+//! `runx harness PATH...`: discovers packages and their fixture cases, runs them on one runtime,
+//! prints one line per case, every malformed package and every load-time diagnostic, and the
+//! summary line `N passed, M failed` (or a JSON report with `--json`), and writes the harness
+//! receipt with every case receipt beside it.
 
 use runx_runtime::Runtime;
-use runx_runtime::harness::{self, CaseResult, Report, ReportStatus};
-use std::path::PathBuf;
+use runx_runtime::harness::{self, CaseResult, CaseVerdict, HarnessReceipt, Report, ReportStatus};
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 /// Exit code for malformed fixtures and unusable paths.
 const EXIT_USAGE: u8 = 64;
 
 /// Runs the harness over `paths` on `rt`; `as_json` prints the report object instead of lines.
-pub fn run(rt: &Runtime, paths: &[PathBuf], as_json: bool) -> ExitCode {
+/// The receipts go under `receipt_dir`.
+pub fn run(rt: &Runtime, paths: &[PathBuf], as_json: bool, receipt_dir: &Path) -> ExitCode {
     let suites = match harness::discover(paths) {
         Ok(s) => s,
         Err(e) => {
@@ -24,23 +28,58 @@ pub fn run(rt: &Runtime, paths: &[PathBuf], as_json: bool) -> ExitCode {
             return ExitCode::from(EXIT_USAGE);
         }
     };
+    let started = Instant::now();
+    let started_at_ms = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
     let report = harness::run_suites_with(rt, &suites, |case| {
         if !as_json {
             print_case(case);
         }
     });
+    let duration_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+    let receipt = HarnessReceipt::new(rt, &report, started_at_ms, duration_ms);
+    let receipt_path = match receipt.write(&report, receipt_dir) {
+        Ok(p) => Some(p),
+        Err(e) => {
+            eprintln!(
+                "runx: cannot write the harness receipts under {}: {e}",
+                receipt_dir.display()
+            );
+            None
+        }
+    };
     if as_json {
-        println!(
-            "{}",
-            serde_json::to_string(&report).unwrap_or_else(|_| "{}".to_string())
-        );
+        let mut value = serde_json::to_value(&report).unwrap_or_default();
+        if let Some(object) = value.as_object_mut() {
+            object.insert(
+                "receipt".to_string(),
+                receipt_path
+                    .as_ref()
+                    .map(|p| p.display().to_string())
+                    .into(),
+            );
+        }
+        println!("{value}");
     } else {
+        if let Some(p) = &receipt_path {
+            eprintln!("runx: harness receipt {}", p.display());
+        }
         print_summary(&report);
     }
     ExitCode::from(report.exit_code() as u8)
 }
 
 fn print_case(c: &CaseResult) {
+    if c.outcome == CaseVerdict::Skipped {
+        println!(
+            "SKIP {}/{}: {}",
+            c.package,
+            c.case,
+            c.skip_reason.as_deref().unwrap_or("")
+        );
+        return;
+    }
     let verdict = if c.passed { "PASS" } else { "FAIL" };
     println!("{verdict} {}/{} ({} ms)", c.package, c.case, c.duration_ms);
     if let Some(m) = &c.mismatch {
@@ -55,6 +94,14 @@ fn compact(v: &serde_json::Value) -> String {
 }
 
 fn print_summary(report: &Report) {
+    for p in &report.packages {
+        for d in &p.diagnostics {
+            println!("NOTE {}: {d}", p.package);
+        }
+    }
+    for e in &report.errors {
+        println!("BROKEN {}: {}", e.package, e.error.message);
+    }
     for package in &report.not_declared {
         println!("{package}: no harness cases declared (not_declared)");
     }

@@ -4,12 +4,12 @@
 #![forbid(unsafe_code)]
 
 use clap::{Parser, Subcommand};
-use runx_runtime::inputs::{parse_kv, parse_object};
+use runx_runtime::inputs::{parse_object, parse_pairs};
 use runx_runtime::workers::{self, DEFAULT_ENGINE};
 use runx_runtime::{FailureKind, RunError, RunOutcome, RunRequest, Runtime};
 use serde_json::{Map, Value, json};
-use std::io::Read;
-use std::path::PathBuf;
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
 
@@ -17,6 +17,8 @@ mod bench_cmd;
 mod harness_cmd;
 mod inspect;
 mod progress;
+mod receipt_cmd;
+mod streams;
 
 /// Exit code for usage and input errors.
 const EXIT_USAGE: u8 = 64;
@@ -47,6 +49,9 @@ enum Command {
     Harness(HarnessArgs),
     /// Measure runx on this machine: `runx bench pages`.
     Bench(bench_cmd::BenchArgs),
+    /// Check receipts offline (`runx receipt verify FILE|DIR...`) or print one (`show FILE`).
+    #[command(subcommand)]
+    Receipt(receipt_cmd::ReceiptCommand),
     /// The worker process (started by runx itself).
     #[command(name = "__worker", hide = true)]
     Worker,
@@ -57,7 +62,8 @@ enum Command {
 struct SkillArgs {
     #[command(subcommand)]
     command: Option<SkillCommand>,
-    /// The skill package directory.
+    /// The skill package directory, or a bare skill name found as `skills/NAME` in the working
+    /// directory.
     #[arg(required = true)]
     dir: Option<PathBuf>,
     /// The runner to run; the package's default runner when omitted.
@@ -68,12 +74,17 @@ struct SkillArgs {
     /// One input as KEY=VALUE (VALUE is parsed as JSON when it is valid JSON, else a string).
     #[arg(short = 'i', long = "input", value_name = "KEY=VALUE")]
     input: Vec<String>,
+    /// One input as KEY=JSON; the value must be valid JSON.
+    #[arg(long = "input-json", value_name = "KEY=JSON")]
+    input_json: Vec<String>,
     /// Print one JSON object with status, output, receipt and error on stdout.
     #[arg(long)]
     json: bool,
     /// Write the receipt under DIR instead of `.runx/receipts` of the working directory.
     #[arg(long, value_name = "DIR")]
     receipt_dir: Option<PathBuf>,
+    #[command(flatten)]
+    sign: receipt_cmd::SignArgs,
 }
 
 #[derive(Subcommand)]
@@ -84,7 +95,7 @@ enum SkillCommand {
 
 #[derive(clap::Args)]
 struct InspectArgs {
-    /// The skill package directory.
+    /// The skill package directory, or a bare skill name found as `skills/NAME`.
     dir: PathBuf,
     /// Print one JSON object on stdout.
     #[arg(long)]
@@ -99,6 +110,12 @@ struct HarnessArgs {
     /// Print a JSON report on stdout.
     #[arg(long)]
     json: bool,
+    /// Write the harness receipt and every case's receipt under DIR instead of
+    /// `.runx/harness-receipts` of the working directory.
+    #[arg(long, value_name = "DIR")]
+    receipt_dir: Option<PathBuf>,
+    #[command(flatten)]
+    sign: receipt_cmd::SignArgs,
 }
 
 fn main() -> ExitCode {
@@ -123,13 +140,27 @@ fn main() -> ExitCode {
     let engine = cli.engine.as_deref();
     match cli.command {
         Command::Skill(args) => match args.command {
-            Some(SkillCommand::Inspect(a)) => inspect::inspect(&a.dir, a.json),
+            Some(SkillCommand::Inspect(a)) => inspect::inspect(&package_dir(&a.dir), a.json),
             None => skill(args, engine),
         },
-        Command::Harness(args) => harness_cmd::run(&runtime(engine), &args.paths, args.json),
-        Command::Bench(args) => {
-            bench_cmd::run(&runtime(engine), engine.unwrap_or(DEFAULT_ENGINE), args)
+        Command::Harness(args) => {
+            let keys = match receipt_cmd::keys(&args.sign) {
+                Ok(k) => k,
+                Err(e) => return usage(&e.message),
+            };
+            let receipt_dir = args.receipt_dir.clone().unwrap_or_else(|| {
+                runx_runtime::runtime::default_workspace()
+                    .join(".runx")
+                    .join("harness-receipts")
+            });
+            harness_cmd::run(&runtime(engine, keys), &args.paths, args.json, &receipt_dir)
         }
+        // Bench runs write their receipts into their own scratch space; they are not signed.
+        Command::Bench(args) => {
+            let rt = runtime(engine, receipt_cmd::Keys::default());
+            bench_cmd::run(&rt, engine.unwrap_or(DEFAULT_ENGINE), args)
+        }
+        Command::Receipt(command) => receipt_cmd::run(command),
         Command::Worker => ExitCode::SUCCESS,
     }
 }
@@ -150,12 +181,19 @@ fn init_tracing(verbose: u8) {
         .try_init();
 }
 
-/// The runtime of this process (every javascript runner on `engine` when given), its workers
-/// this very executable, with Ctrl-C wired to kill its workers and subprocesses.
-fn runtime(engine: Option<&str>) -> Arc<Runtime> {
+/// The runtime of this process (every javascript runner on `engine` when given) signing with
+/// `keys`, its workers this very executable, with Ctrl-C wired to kill its workers and
+/// subprocesses.
+fn runtime(engine: Option<&str>, keys: receipt_cmd::Keys) -> Arc<Runtime> {
     let mut rt = Runtime::new(workers::current_exe_worker());
     if let Some(engine) = engine {
         rt = rt.with_engine(engine);
+    }
+    if let Some(signer) = keys.signer {
+        rt = rt.with_signer(signer);
+    }
+    if let Some(key) = keys.verify {
+        rt = rt.with_verify_key(key);
     }
     let rt = Arc::new(rt);
     let handler = rt.clone();
@@ -174,20 +212,23 @@ fn skill(args: SkillArgs, engine: Option<&str>) -> ExitCode {
     let Some(dir) = &args.dir else {
         return usage("name the skill package directory: runx skill DIR");
     };
-    let inputs = match read_inputs(&args) {
-        Ok(i) => i,
-        Err(e) => {
-            if args.json {
-                print_json(&json!({
-                    "status": "failure", "skill": null, "runner": args.runner,
-                    "output": null, "receipt": null, "error": e,
-                }));
+    let inputs =
+        match receipt_cmd::keys(&args.sign).and_then(|keys| Ok((keys, read_inputs(&args)?))) {
+            Ok(i) => i,
+            Err(e) => {
+                if args.json {
+                    print_json(&json!({
+                        "status": "failure", "skill": null, "runner": args.runner,
+                        "output": null, "receipt": null, "error": e,
+                        "console": null, "stderr": null,
+                    }));
+                }
+                return usage(&e.message);
             }
-            return usage(&e.message);
-        }
-    };
-    let rt = runtime(engine);
-    let mut req = RunRequest::new(dir, inputs);
+        };
+    let (keys, inputs) = inputs;
+    let rt = runtime(engine, keys);
+    let mut req = RunRequest::new(package_dir(dir), inputs);
     req.runner = args.runner.clone();
     req.receipt_dir = args.receipt_dir.clone();
     let bar = progress::sink().map(|(sink, bar)| {
@@ -202,6 +243,23 @@ fn skill(args: SkillArgs, engine: Option<&str>) -> ExitCode {
     ExitCode::from(outcome.exit_code() as u8)
 }
 
+/// The package directory `dir` names: `dir` itself, or, for a bare name that is not a
+/// directory here, `skills/NAME` when that is one (the runx convention).
+fn package_dir(dir: &Path) -> PathBuf {
+    let mut parts = dir.components();
+    let bare = matches!(
+        (parts.next(), parts.next()),
+        (Some(std::path::Component::Normal(_)), None)
+    );
+    if bare && !dir.is_dir() {
+        let conventional = Path::new("skills").join(dir);
+        if conventional.is_dir() {
+            return conventional;
+        }
+    }
+    dir.to_path_buf()
+}
+
 fn report(o: &RunOutcome, as_json: bool) {
     let receipt_path = o.receipt_path.as_ref().map(|p| p.display().to_string());
     if as_json {
@@ -212,11 +270,28 @@ fn report(o: &RunOutcome, as_json: bool) {
             "output": o.output(),
             "receipt": receipt_path,
             "error": o.error(),
+            "console": streams::console_json(&o.log),
+            "stderr": o.stderr.as_ref().map(streams::stderr_json),
         }));
         return;
     }
     for line in &o.log.lines {
         eprintln!("[{}] {}", line.level, line.message);
+    }
+    if let Some(stderr) = o.stderr.as_ref().filter(|c| !c.kept.is_empty()) {
+        let mut err = std::io::stderr().lock();
+        let _ = err.write_all(&stderr.kept);
+        if !stderr.kept.ends_with(b"\n") {
+            let _ = err.write_all(b"\n");
+        }
+        if stderr.truncated {
+            let _ = writeln!(
+                err,
+                "runx: the tool wrote {} bytes to stderr; the first {} are shown",
+                stderr.total_bytes,
+                stderr.kept.len()
+            );
+        }
     }
     match &o.result {
         Ok(out) => {
@@ -253,13 +328,14 @@ fn print_json(v: &Value) {
     println!("{}", serde_json::to_string(v).unwrap_or_default());
 }
 
-/// Reads `--inputs FILE|-` or the `-i` pairs (never both).
+/// Reads `--inputs FILE|-`, or the `-i`/`--input` and `--input-json` pairs (never both).
 fn read_inputs(args: &SkillArgs) -> Result<Map<String, Value>, RunError> {
-    match (&args.inputs, args.input.is_empty()) {
+    let pairs = args.input.is_empty() && args.input_json.is_empty();
+    match (&args.inputs, pairs) {
         (Some(_), false) => Err(RunError::new(
             FailureKind::Usage,
             "mixed_inputs",
-            "use either --inputs or -i KEY=VALUE, not both",
+            "use either --inputs or -i/--input/--input-json KEY=VALUE, not both",
         )),
         (Some(src), true) if src == "-" => {
             let mut buf = Vec::new();
@@ -273,35 +349,62 @@ fn read_inputs(args: &SkillArgs) -> Result<Map<String, Value>, RunError> {
             Ok(parse_object(&buf, "stdin")?)
         }
         (Some(file), true) => {
-            let cwd = std::env::current_dir()
-                .and_then(|d| d.canonicalize())
-                .map_err(|e| RunError::new(FailureKind::Input, "cwd", e.to_string()))?;
-            let path = cwd.join(file).canonicalize().map_err(|e| {
-                RunError::new(
-                    FailureKind::Input,
-                    "inputs_file",
-                    format!("cannot open inputs file `{file}`: {e}"),
-                )
-            })?;
-            if !path.starts_with(&cwd) {
-                return Err(RunError::new(
-                    FailureKind::Input,
-                    "inputs_file",
-                    format!(
-                        "inputs file `{file}` lies outside the working directory {}",
-                        cwd.display()
-                    ),
-                ));
-            }
+            let (path, shown) = inputs_file(file)?;
             let bytes = std::fs::read(&path).map_err(|e| {
                 RunError::new(
                     FailureKind::Input,
                     "inputs_file",
-                    format!("cannot read `{file}`: {e}"),
+                    format!("cannot read `{shown}`: {e}"),
                 )
             })?;
             Ok(parse_object(&bytes, file)?)
         }
-        (None, _) => Ok(parse_kv(&args.input)?),
+        (None, _) => Ok(parse_pairs(&args.input, &args.input_json)?),
     }
+}
+
+/// Where `--inputs FILE` is: inside the working directory, or inside `RUNX_CWD` when it is set
+/// (a relative FILE is looked for in the working directory first). Links are resolved before
+/// the containment check, so a link cannot lead outside.
+fn inputs_file(file: &str) -> Result<(PathBuf, String), RunError> {
+    let input_err = |code: &str, m: String| RunError::new(FailureKind::Input, code, m);
+    let cwd = std::env::current_dir()
+        .and_then(|d| d.canonicalize())
+        .map_err(|e| input_err("cwd", e.to_string()))?;
+    let mut roots = vec![cwd.clone()];
+    if let Some(ws) = std::env::var_os("RUNX_CWD").filter(|v| !v.is_empty()) {
+        let ws = cwd.join(ws).canonicalize().map_err(|e| {
+            input_err(
+                "inputs_file",
+                format!("RUNX_CWD cannot be opened to find `{file}`: {e}"),
+            )
+        })?;
+        roots.push(ws);
+    }
+    let mut last_err = None;
+    for root in &roots {
+        match root.join(file).canonicalize() {
+            Ok(path) if roots.iter().any(|r| path.starts_with(r)) => {
+                return Ok((path, file.to_string()));
+            }
+            Ok(_) => {
+                let places: Vec<String> = roots.iter().map(|r| r.display().to_string()).collect();
+                return Err(input_err(
+                    "inputs_file",
+                    format!(
+                        "inputs file `{file}` lies outside the working directory and RUNX_CWD ({})",
+                        places.join(", ")
+                    ),
+                ));
+            }
+            Err(e) => last_err = Some(e),
+        }
+    }
+    Err(input_err(
+        "inputs_file",
+        format!(
+            "cannot open inputs file `{file}`: {}",
+            last_err.map_or_else(|| "not found".to_string(), |e| e.to_string())
+        ),
+    ))
 }

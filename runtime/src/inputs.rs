@@ -66,6 +66,14 @@ pub enum InputError {
         /// The input.
         key: String,
     },
+    /// An `artifact: true` input holds an artifact envelope without `data`.
+    #[error(
+        "input `{key}` is an artifact envelope without `data`; pass the artifact with its data, or the value itself"
+    )]
+    EmptyArtifact {
+        /// The input.
+        key: String,
+    },
     /// A page path or scope input is missing or unusable.
     #[error("page input `{key}` {problem}")]
     PageInput {
@@ -85,6 +93,16 @@ pub enum InputError {
     KvEmptyKey {
         /// The pair as given.
         pair: String,
+    },
+    /// An `--input-json` pair's value is not JSON.
+    #[error(
+        "`--input-json {key}=...`: the value is not valid JSON ({message}); quote strings as JSON (`{key}='\"text\"'`) or use --input"
+    )]
+    KvInvalidJson {
+        /// The key.
+        key: String,
+        /// What the parser said.
+        message: String,
     },
     /// Two `-i` pairs name the same key.
     #[error("input `{key}` is given more than once")]
@@ -133,12 +151,13 @@ impl InputError {
             InputError::WrongType { .. } => "wrong_type",
             InputError::Schema { .. } | InputError::BadSchema { .. } => "schema",
             InputError::Reserved { .. } => "reserved_input",
+            InputError::EmptyArtifact { .. } => "artifact_input",
             InputError::PageInput { .. } => "page_input",
             InputError::KvNoEquals { .. }
             | InputError::KvEmptyKey { .. }
             | InputError::KvDuplicate { .. } => "bad_pair",
             InputError::NotUtf8 { .. } => "not_utf8",
-            InputError::InvalidJson { .. } => "invalid_json",
+            InputError::InvalidJson { .. } | InputError::KvInvalidJson { .. } => "invalid_json",
             InputError::NotObject { .. } => "not_object",
         }
     }
@@ -230,12 +249,47 @@ pub struct Resolved {
 /// For a paged javascript runner it also reads the two page inputs (see [`page_source`]) and
 /// refuses a caller-supplied `runx_page`.
 pub fn resolve_inputs(runner: &Runner, given: Map<String, Value>) -> Result<Resolved, InputError> {
+    let inputs = resolve_declared(runner, given)?;
+    let paged = matches!(&runner.kind, RunnerKind::Javascript(js) if js.pages.is_some());
+    if paged && inputs.contains_key(RESERVED_PAGE_INPUT) {
+        return Err(InputError::Reserved {
+            key: RESERVED_PAGE_INPUT.to_string(),
+        });
+    }
+    let page_source = page_source(runner, &inputs)?;
+    Ok(Resolved {
+        inputs,
+        page_source,
+    })
+}
+
+/// Checks one of a runner's `examples` at load: every key declared, and the object accepted as
+/// inputs (required inputs, types, schemas).
+pub fn check_example(runner: &Runner, example: &Map<String, Value>) -> Result<(), String> {
+    if let Some(key) = example.keys().find(|k| !runner.inputs.contains_key(*k)) {
+        return Err(format!("input `{key}` is not declared"));
+    }
+    resolve_declared(runner, example.clone())
+        .map(|_| ())
+        .map_err(|e| e.to_string())
+}
+
+/// Applies defaults, unwraps artifact envelopes and checks every declared input.
+fn resolve_declared(
+    runner: &Runner,
+    given: Map<String, Value>,
+) -> Result<Map<String, Value>, InputError> {
     let mut inputs = given;
     for (key, decl) in &runner.inputs {
         if !inputs.contains_key(key)
             && let Some(default) = &decl.default
         {
             inputs.insert(key.clone(), default.clone());
+        }
+        if decl.artifact
+            && let Some(value) = inputs.get_mut(key)
+        {
+            *value = unwrap_artifact(key, value)?;
         }
         let Some(value) = inputs.get(key) else {
             if decl.required {
@@ -266,17 +320,32 @@ pub fn resolve_inputs(runner: &Runner, given: Map<String, Value>) -> Result<Reso
             })?;
         }
     }
-    let paged = matches!(&runner.kind, RunnerKind::Javascript(js) if js.pages.is_some());
-    if paged && inputs.contains_key(RESERVED_PAGE_INPUT) {
-        return Err(InputError::Reserved {
-            key: RESERVED_PAGE_INPUT.to_string(),
+    Ok(inputs)
+}
+
+/// The value an `artifact: true` input stands for: the `data` of an artifact envelope
+/// (`{data}`, `{artifact: {data}}` or `{output: {data}}`), else the value itself. An envelope
+/// that has `schema` or `meta` but no data is refused rather than passed on as the value.
+fn unwrap_artifact(key: &str, value: &Value) -> Result<Value, InputError> {
+    let Value::Object(object) = value else {
+        return Ok(value.clone());
+    };
+    if let Some(data) = object.get("data") {
+        return Ok(data.clone());
+    }
+    for envelope in ["artifact", "output"] {
+        if let Some(Value::Object(nested)) = object.get(envelope)
+            && let Some(data) = nested.get("data")
+        {
+            return Ok(data.clone());
+        }
+    }
+    if object.contains_key("schema") || object.contains_key("meta") {
+        return Err(InputError::EmptyArtifact {
+            key: key.to_string(),
         });
     }
-    let page_source = page_source(runner, &inputs)?;
-    Ok(Resolved {
-        inputs,
-        page_source,
-    })
+    Ok(value.clone())
 }
 
 /// Reads the artifact path and scope of a paged runner from resolved inputs: the path input must
@@ -345,6 +414,9 @@ pub fn check_outputs(runner: &Runner, output: &Value) -> Result<(), OutputError>
     };
     for (key, decl) in &runner.outputs {
         let Some(value) = map.get(key) else {
+            if !decl.required {
+                continue;
+            }
             return Err(OutputError::Missing {
                 runner: runner.name.clone(),
                 key: key.clone(),
@@ -424,6 +496,33 @@ pub fn parse_kv(pairs: &[String]) -> Result<Map<String, Value>, InputError> {
         }
         let value =
             serde_json::from_str::<Value>(raw).unwrap_or_else(|_| Value::String(raw.to_string()));
+        if out.insert(key.to_string(), value).is_some() {
+            return Err(InputError::KvDuplicate {
+                key: key.to_string(),
+            });
+        }
+    }
+    Ok(out)
+}
+
+/// Parses `--input KEY=VALUE` pairs (see [`parse_kv`]) and `--input-json KEY=JSON` pairs, whose
+/// value must be JSON, into one object; a key given twice, in either form, is refused.
+pub fn parse_pairs(
+    pairs: &[String],
+    json_pairs: &[String],
+) -> Result<Map<String, Value>, InputError> {
+    let mut out = parse_kv(pairs)?;
+    for pair in json_pairs {
+        let (key, raw) = pair
+            .split_once('=')
+            .ok_or_else(|| InputError::KvNoEquals { pair: pair.clone() })?;
+        if key.is_empty() {
+            return Err(InputError::KvEmptyKey { pair: pair.clone() });
+        }
+        let value = serde_json::from_str::<Value>(raw).map_err(|e| InputError::KvInvalidJson {
+            key: key.to_string(),
+            message: e.to_string(),
+        })?;
         if out.insert(key.to_string(), value).is_some() {
             return Err(InputError::KvDuplicate {
                 key: key.to_string(),
@@ -529,6 +628,63 @@ run:
             "nothing": null, "blob": {"k": [1]}, "opts": {}
         }));
         assert!(got.is_ok(), "{got:?}");
+    }
+
+    #[test]
+    fn json_and_untyped_inputs() {
+        let p = profile(
+            "skill: s\nrun:\n  type: javascript\n  module: a.mjs\n  inputs:\n    j: json\n    plain: { description: no type }\n",
+        );
+        let r = p.runner(None).expect("runner");
+        for v in [
+            json!(null),
+            json!(1),
+            json!("s"),
+            json!([1]),
+            json!({"a": {}}),
+        ] {
+            assert!(
+                resolve_inputs(r, obj(json!({"j": v.clone()}))).is_ok(),
+                "{v}"
+            );
+        }
+        // No type means string: a number is refused rather than passed on.
+        let e = resolve_inputs(r, obj(json!({"plain": 42}))).expect_err("string");
+        assert_eq!(
+            e.to_string(),
+            "input `plain` must be a string, but an integer was given"
+        );
+    }
+
+    #[test]
+    fn artifact_inputs_are_unwrapped() {
+        let p = profile(
+            "skill: s\nrun:\n  type: javascript\n  module: a.mjs\n  inputs:\n    doc: { type: object, artifact: true, schema: { required: [id] } }\n    raw: { type: object }\n",
+        );
+        let r = p.runner(None).expect("runner");
+        let unwrap =
+            |v: Value| resolve_inputs(r, obj(json!({"doc": v}))).map(|r| r.inputs["doc"].clone());
+        let want = json!({"id": 1});
+        for envelope in [
+            json!({"data": {"id": 1}, "schema": "x.v1"}),
+            json!({"artifact": {"data": {"id": 1}}}),
+            json!({"output": {"data": {"id": 1}, "meta": {}}}),
+            json!({"id": 1}),
+        ] {
+            assert_eq!(
+                unwrap(envelope.clone()).expect("unwraps"),
+                want,
+                "{envelope}"
+            );
+        }
+        let e = unwrap(json!({"schema": "x.v1", "meta": {}})).expect_err("no data");
+        assert_eq!(e.code(), "artifact_input");
+        // The unwrapped value is what the schema checks.
+        let e = unwrap(json!({"data": {"name": "x"}})).expect_err("schema");
+        assert!(matches!(e, InputError::Schema { .. }), "{e}");
+        // Without `artifact: true` an envelope is the value itself.
+        let got = resolve_inputs(r, obj(json!({"raw": {"data": 1}}))).expect("valid");
+        assert_eq!(got.inputs["raw"], json!({"data": 1}));
     }
 
     #[test]
@@ -728,6 +884,27 @@ run:
         assert!(matches!(e, InputError::KvEmptyKey { .. }));
         let e = parse_kv(&["a=1".to_string(), "a=2".to_string()]).expect_err("dup");
         assert_eq!(e.to_string(), "input `a` is given more than once");
+    }
+
+    #[test]
+    fn json_pairs() {
+        let strings = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        let got = parse_pairs(
+            &strings(&["a=x"]),
+            &strings(&["o={\"k\": [1]}", "s=\"007\""]),
+        )
+        .expect("valid");
+        assert_eq!(
+            Value::Object(got),
+            json!({"a": "x", "o": {"k": [1]}, "s": "007"})
+        );
+        let e = parse_pairs(&[], &strings(&["o={k}"])).expect_err("not json");
+        assert_eq!(e.code(), "invalid_json");
+        assert!(e.to_string().contains("`--input-json o=...`"), "{e}");
+        let e = parse_pairs(&strings(&["a=1"]), &strings(&["a=2"])).expect_err("dup");
+        assert!(matches!(e, InputError::KvDuplicate { .. }));
+        let e = parse_pairs(&[], &strings(&["nokey"])).expect_err("no =");
+        assert!(matches!(e, InputError::KvNoEquals { .. }));
     }
 
     #[test]

@@ -22,6 +22,7 @@
 //! | [`artifact`], [`framing`] | admission of paged artifacts; pages of whole records |
 //! | [`subprocess`] | staging, environment, command lookup, supervision, capture of a process |
 //! | [`receipt`], [`digest`] | receipts; canonical JSON and digests |
+//! | [`signing`], [`verification`] | receipt keys, seals and signatures; checking receipt files |
 //! | [`harness`] | fixture cases: discovery, running, matching |
 //! | [`workers`], [`cancel`], [`progress`] | the worker pool, cancellation, page progress |
 //!
@@ -70,10 +71,14 @@ pub mod progress;
 pub mod receipt;
 mod runner;
 pub mod runtime;
+pub mod signing;
 pub mod subprocess;
+pub mod verification;
 pub mod workers;
 
 pub use environment::EnvSource;
 pub use failure::{FailureKind, RunError};
 pub use runner::cli_tool::WORKSPACE_CWD_TOKEN;
 pub use runtime::{RunOutcome, RunRequest, Runtime};
+/// The console output of a javascript run ([`RunOutcome::log`]).
+pub use runx_worker::engine::{ConsoleLog, LogLine};

@@ -194,7 +194,7 @@ pub const RETRY_ATTEMPTS: LimitDef = LimitDef {
     min: 1,
     max: 3,
     field: Some("retry.attempts"),
-    bounds: "additional runs of an idempotent cli-tool after a crash",
+    bounds: "additional runs of an idempotent cli-tool after a crash (`retry.max_attempts` counts the first run too)",
 };
 /// Pause before a cli-tool retry.
 pub const RETRY_BACKOFF: LimitDef = LimitDef {
@@ -215,8 +215,66 @@ pub const PROFILE_BYTES: LimitDef = LimitDef::fixed(
     "the X.yaml file of a package",
 );
 
+/// Size of a receipt file `runx receipt verify` and `show` read.
+pub const RECEIPT_BYTES: LimitDef = LimitDef::fixed(
+    "receipt_bytes",
+    Unit::Bytes,
+    64 * MIB as u64,
+    "a receipt file read by `runx receipt verify` or `show`",
+);
+/// Size of a receipt key file.
+pub const KEY_FILE_BYTES: LimitDef = LimitDef::fixed(
+    "key_file_bytes",
+    Unit::Bytes,
+    4 * 1024,
+    "a receipt signing or verification key file",
+);
+
+/// Directories searched for packet schemas: the profile's directory and its ancestors.
+pub const PACKET_SEARCH_DEPTH: LimitDef = LimitDef::fixed(
+    "packet_search_depth",
+    Unit::Count,
+    8,
+    "directories searched upward from a profile for packets/ and dist/packets/",
+);
+/// Size of one packet schema file.
+pub const PACKET_SCHEMA_BYTES: LimitDef = LimitDef::fixed(
+    "packet_schema_bytes",
+    Unit::Bytes,
+    MIB as u64,
+    "one packet schema file (larger files are not read)",
+);
+/// Entries examined in one packets directory.
+pub const PACKET_DIR_ENTRIES: LimitDef = LimitDef::fixed(
+    "packet_dir_entries",
+    Unit::Count,
+    4096,
+    "entries examined in one packets directory",
+);
+/// Directory levels `runx harness` descends below a path to find packages.
+pub const HARNESS_SEARCH_DEPTH: LimitDef = LimitDef::fixed(
+    "harness_search_depth",
+    Unit::Count,
+    16,
+    "directory levels `runx harness` descends below a path looking for packages",
+);
+/// Directories `runx harness` examines below one path.
+pub const HARNESS_SEARCH_DIRS: LimitDef = LimitDef::fixed(
+    "harness_search_dirs",
+    Unit::Count,
+    10_000,
+    "directories `runx harness` examines below one path looking for packages",
+);
+/// Text of a cli-tool's stderr and of a module's console printed by `runx skill --json`.
+pub const PRINTED_TEXT_BYTES: LimitDef = LimitDef::fixed(
+    "printed_text_bytes",
+    Unit::Bytes,
+    64 * 1024,
+    "the stderr (and console) text `runx skill --json` prints; the full byte count is printed beside it",
+);
+
 /// Every limit, for documentation and `runx skill inspect`.
-pub const CATALOGUE: [&LimitDef; 19] = [
+pub const CATALOGUE: [&LimitDef; 27] = [
     &INPUT_BYTES,
     &OUTPUT_BYTES,
     &SOURCE_BYTES,
@@ -236,6 +294,14 @@ pub const CATALOGUE: [&LimitDef; 19] = [
     &RETRY_ATTEMPTS,
     &RETRY_BACKOFF,
     &PROFILE_BYTES,
+    &RECEIPT_BYTES,
+    &KEY_FILE_BYTES,
+    &PACKET_SEARCH_DEPTH,
+    &PACKET_SCHEMA_BYTES,
+    &PACKET_DIR_ENTRIES,
+    &HARNESS_SEARCH_DEPTH,
+    &HARNESS_SEARCH_DIRS,
+    &PRINTED_TEXT_BYTES,
 ];
 
 /// The limits that apply to one run, with their values.
@@ -305,7 +371,7 @@ pub fn for_runner(runner: &Runner) -> AppliedLimits {
             ] {
                 applied.push(def, def.default);
             }
-            if let Some(retry) = &tool.retry {
+            if let Some(retry) = tool.active_retry() {
                 applied.push(&RETRY_ATTEMPTS, u64::from(retry.attempts));
                 applied.push(&RETRY_BACKOFF, millis(retry.backoff));
             }

@@ -1,7 +1,9 @@
-//! Receipts: one `runx.receipt.v1` JSON file per run.
+//! Receipts: one `runx.receipt.v1` JSON file per run, sealed with a body digest and, when a
+//! signing key is configured, signed ([`crate::signing`]).
 
-use crate::failure::RunError;
+use crate::failure::{FailureKind, RunError};
 use crate::profile::RunnerType;
+use crate::signing::SignatureBlock;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -25,8 +27,19 @@ pub struct Receipt {
     pub runner: String,
     /// `javascript` or `cli-tool`; `null` when the run failed before a runner was selected.
     pub runner_type: Option<RunnerType>,
-    /// `sealed` or `failure`.
+    /// `sealed` or `failure`: whether the run succeeded.
     pub status: RunStatus,
+    /// Always `sealed`: the receipt is closed and final, whatever the run's status (runx
+    /// packages' `expect.receipt.state`).
+    #[serde(default = "sealed_state")]
+    pub state: String,
+    /// How the run closed: `closed`, `failed`, `timed_out` or `killed` (see [`Closure`]).
+    #[serde(default)]
+    pub disposition: Disposition,
+    /// Why it closed so: `process_closed`, `process_failed`, `process_timed_out`,
+    /// `process_killed` or `input_contract_invalid`.
+    #[serde(default)]
+    pub reason_code: String,
     /// The failure, when there was one.
     pub failure: Option<RunError>,
     /// Canonical-JSON SHA-256 of the inputs the module saw.
@@ -36,6 +49,15 @@ pub struct Receipt {
     /// Digest of the module bundle (javascript runners).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub bundle_digest: Option<String>,
+    /// The runx release that ran (the `runx-runtime` crate version).
+    #[serde(default)]
+    pub runx_version: String,
+    /// The JavaScript engine of a javascript run; `null` for other runs.
+    #[serde(default)]
+    pub engine: Option<EngineRecord>,
+    /// `sha256:<hex>` of the profile's `X.yaml` bytes; `null` when no profile was read.
+    #[serde(default)]
+    pub profile_digest: Option<String>,
     /// Every limit that applied to the run, by name ([`crate::limits`]).
     pub limits: BTreeMap<String, u64>,
     /// Wall-clock duration of the run in milliseconds.
@@ -51,7 +73,37 @@ pub struct Receipt {
     /// Bytes of console output dropped past the log bound.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub console_dropped_bytes: Option<u64>,
+    /// `sha256:<hex>` of the RFC 8785 canonical JSON of every other field but `signature`
+    /// ([`crate::signing::body_digest`]); set when the receipt is sealed.
+    #[serde(default)]
+    pub body_digest: Option<String>,
+    /// The signature over the body digest; `null` for an unsigned receipt.
+    #[serde(default)]
+    pub signature: Option<SignatureBlock>,
 }
+
+/// The JavaScript engine a run used.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EngineRecord {
+    /// `quickjs` or `v8`.
+    pub name: String,
+    /// The engine's own version as built into runx.
+    pub version: String,
+}
+
+impl EngineRecord {
+    /// The record of the engine `name` built into this executable.
+    pub fn of(name: &str) -> EngineRecord {
+        EngineRecord {
+            name: name.to_string(),
+            version: runx_worker::serve::engine_version(name)
+                .unwrap_or_else(|| "unknown".to_string()),
+        }
+    }
+}
+
+/// The runx release, as receipts record it.
+pub const RUNX_VERSION: &str = env!("CARGO_PKG_VERSION");
 
 /// How a run ended.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -77,6 +129,61 @@ impl RunStatus {
 impl std::fmt::Display for RunStatus {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(self.name())
+    }
+}
+
+/// The `state` of every receipt runx writes.
+pub const SEALED_STATE: &str = "sealed";
+
+fn sealed_state() -> String {
+    SEALED_STATE.to_string()
+}
+
+/// How a run closed, in the words of runx receipts' closure.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Disposition {
+    /// The run sealed its output.
+    Closed,
+    /// The run failed (most failures).
+    #[default]
+    Failed,
+    /// The run hit its wall-clock limit (`resource_limit/wall_milliseconds`).
+    TimedOut,
+    /// The run was interrupted and its workers and processes killed (`interrupted`).
+    Killed,
+}
+
+/// A run's closure: its disposition and reason code.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Closure {
+    /// How it closed.
+    pub disposition: Disposition,
+    /// Why.
+    pub reason_code: &'static str,
+}
+
+impl Closure {
+    /// The closure of a run that ended with `result`: sealed → `closed`/`process_closed`;
+    /// inputs refused before start → `failed`/`input_contract_invalid`; the wall-clock limit →
+    /// `timed_out`/`process_timed_out`; interrupted → `killed`/`process_killed`; any other
+    /// failure → `failed`/`process_failed`.
+    pub fn of(result: &Result<serde_json::Value, RunError>) -> Closure {
+        let (disposition, reason_code) = match result {
+            Ok(_) => (Disposition::Closed, "process_closed"),
+            Err(e) => match e.kind {
+                FailureKind::Input => (Disposition::Failed, "input_contract_invalid"),
+                FailureKind::ResourceLimit if e.code == crate::limits::JS_WALL.name => {
+                    (Disposition::TimedOut, "process_timed_out")
+                }
+                FailureKind::Interrupted => (Disposition::Killed, "process_killed"),
+                _ => (Disposition::Failed, "process_failed"),
+            },
+        };
+        Closure {
+            disposition,
+            reason_code,
+        }
     }
 }
 
@@ -165,6 +272,14 @@ impl Receipt {
             std::process::id(),
             COUNTER.fetch_add(1, Ordering::Relaxed)
         )
+    }
+
+    /// Seals the receipt: sets its `body_digest` and, with a `signer`, its `signature`
+    /// (`null` without one: the receipt is unsigned).
+    pub fn seal(&mut self, signer: Option<&crate::signing::Signer>) {
+        let (body_digest, signature) = crate::signing::seal(self, signer);
+        self.body_digest = body_digest;
+        self.signature = signature;
     }
 
     /// Writes the receipt as `<dir>/<id>.json`, creating `dir` when needed.

@@ -9,9 +9,13 @@ use crate::failure::RunError;
 use crate::inputs::{check_outputs, resolve_inputs};
 use crate::profile::{self, Profile, Runner, RunnerKind, RunnerType};
 use crate::progress::ProgressSink;
-use crate::receipt::{Receipt, RunStatus, now_ms};
+use crate::receipt::{
+    Closure, EngineRecord, RUNX_VERSION, Receipt, RunStatus, SEALED_STATE, now_ms,
+};
 use crate::runner::{Produced, Ran, RunContext, Step, cli_tool, javascript};
-use crate::workers::{Workers, discover_worker};
+use crate::signing::{RECEIPT_DIR_ENV, Signer, VerifyKey};
+use crate::subprocess::Capture;
+use crate::workers::{DEFAULT_ENGINE, Workers, discover_worker};
 use runx_worker::engine::ConsoleLog;
 use runx_worker::process::WorkerCommand;
 use serde_json::{Map, Value};
@@ -85,6 +89,9 @@ pub struct RunOutcome {
     pub receipt_path: Option<PathBuf>,
     /// Console output of javascript runners.
     pub log: ConsoleLog,
+    /// What a cli-tool runner wrote to stderr: the first
+    /// [`CAPTURE_BYTES`](crate::limits::CAPTURE_BYTES) and the count of every byte.
+    pub stderr: Option<Capture>,
 }
 
 impl RunOutcome {
@@ -118,6 +125,9 @@ pub struct Runtime {
     instance: String,
     interrupted: AtomicBool,
     cancel: CancelToken,
+    engine: String,
+    signer: Option<Signer>,
+    verify_key: Option<VerifyKey>,
 }
 
 /// Who ran: what the receipt names, as far as the run got.
@@ -126,6 +136,7 @@ struct Identity {
     version: String,
     runner: String,
     runner_type: Option<RunnerType>,
+    profile_digest: Option<String>,
 }
 
 impl Runtime {
@@ -136,6 +147,9 @@ impl Runtime {
             instance: instance_id(),
             interrupted: AtomicBool::new(false),
             cancel: CancelToken::default(),
+            engine: DEFAULT_ENGINE.to_string(),
+            signer: None,
+            verify_key: None,
         }
     }
 
@@ -155,7 +169,35 @@ impl Runtime {
     /// runner runs on its profile's `engine:`, else on QuickJS.
     pub fn with_engine(mut self, engine: &str) -> Runtime {
         self.workers.force_engine(engine);
+        self.engine = engine.to_string();
         self
+    }
+
+    /// Signs every receipt with `signer` (see [`crate::signing`]). Without one, receipts are
+    /// sealed but unsigned.
+    pub fn with_signer(mut self, signer: Signer) -> Runtime {
+        self.signer = Some(signer);
+        self
+    }
+
+    /// The receipt verification key cli-tool children receive
+    /// (`RUNX_RECEIPT_VERIFY_KID`, `RUNX_RECEIPT_VERIFY_ED25519_PUBLIC_KEY_BASE64`); without
+    /// one, the signer's public half is given, if there is a signer.
+    pub fn with_verify_key(mut self, key: VerifyKey) -> Runtime {
+        self.verify_key = Some(key);
+        self
+    }
+
+    /// The key receipts are signed with, if any.
+    pub fn signer(&self) -> Option<&Signer> {
+        self.signer.as_ref()
+    }
+
+    /// The engine javascript runs on unless a runner's `engine:` picks another (and always,
+    /// after [`Runtime::with_engine`]), as harness receipts record it. A run's own receipt
+    /// records the engine that run used.
+    pub fn engine(&self) -> EngineRecord {
+        EngineRecord::of(&self.engine)
     }
 
     /// The opaque id of this runtime instance (part of every `artifact_ref`).
@@ -186,7 +228,8 @@ impl Runtime {
         if self.interrupted.load(Ordering::SeqCst) && result.is_err() {
             result = Err(RunError::interrupted());
         }
-        let receipt = Receipt {
+        let closure = Closure::of(&result);
+        let mut receipt = Receipt {
             schema: crate::receipt::RECEIPT_SCHEMA.to_string(),
             id: Receipt::new_id(started_at_ms),
             skill: identity.skill,
@@ -198,10 +241,16 @@ impl Runtime {
             } else {
                 RunStatus::Failure
             },
+            state: SEALED_STATE.to_string(),
+            disposition: closure.disposition,
+            reason_code: closure.reason_code.to_string(),
             failure: result.as_ref().err().cloned(),
             input_digest: provenance.input_digest,
             output_digest: result.as_ref().ok().map(digest),
             bundle_digest: provenance.bundle_digest,
+            runx_version: RUNX_VERSION.to_string(),
+            engine: provenance.engine.as_deref().map(EngineRecord::of),
+            profile_digest: identity.profile_digest,
             limits: provenance.limits.to_map(),
             duration_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
             started_at_ms,
@@ -209,7 +258,10 @@ impl Runtime {
             process: provenance.process,
             console_dropped_bytes: (provenance.log.dropped_bytes > 0)
                 .then_some(provenance.log.dropped_bytes),
+            body_digest: None,
+            signature: None,
         };
+        receipt.seal(self.signer.as_ref());
         let dir = req.receipt_dir();
         let receipt_path = match receipt.write(&dir) {
             Ok(p) => Some(p),
@@ -225,6 +277,7 @@ impl Runtime {
             receipt,
             receipt_path,
             log: provenance.log,
+            stderr: provenance.stderr,
         }
     }
 
@@ -236,6 +289,7 @@ impl Runtime {
             version: String::new(),
             runner: req.runner.clone().unwrap_or_default(),
             runner_type: None,
+            profile_digest: None,
         };
         let profile = match profile::load(&req.dir) {
             Ok(p) => p,
@@ -243,6 +297,7 @@ impl Runtime {
         };
         identity.skill = profile.skill.clone();
         identity.version = profile.version.clone();
+        identity.profile_digest = Some(profile.digest.clone());
         let runner = match profile.runner(req.runner.as_deref()) {
             Ok(r) => r,
             Err(e) => return (identity, Ran::failed(e.into())),
@@ -272,7 +327,25 @@ impl Runtime {
             workspace: &req.workspace,
             progress: req.progress.as_ref(),
             page_source: resolved.page_source,
+            transport: self.transport(req),
         })
+    }
+
+    /// The runtime variables a cli-tool child receives besides its inputs: `RUNX_RECEIPT_DIR`
+    /// (absolute, since the child's cwd may differ) and the verification key when there is one.
+    /// Never anything of the signing key.
+    fn transport(&self, req: &RunRequest) -> Vec<(String, String)> {
+        let dir = req.receipt_dir();
+        let dir = std::path::absolute(&dir).unwrap_or(dir);
+        let mut vars = vec![(RECEIPT_DIR_ENV.to_string(), dir.display().to_string())];
+        let key = self
+            .verify_key
+            .clone()
+            .or_else(|| self.signer.as_ref().map(Signer::verify_key));
+        if let Some(key) = key {
+            vars.extend(key.child_env());
+        }
+        vars
     }
 
     fn dispatch(&self, step: Step<'_>) -> Ran {

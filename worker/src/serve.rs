@@ -87,6 +87,33 @@ pub fn engine_by_name(name: &str) -> Result<Box<dyn Engine>, ServeError> {
     }
 }
 
+/// The version of the engine `name` as built into this executable, for receipts: QuickJS
+/// reports the QuickJS-ng release it embeds, V8 its own version. `None` for an engine that is
+/// not built in.
+pub fn engine_version(name: &str) -> Option<String> {
+    match name {
+        "quickjs" => Some(quickjs_version()),
+        #[cfg(feature = "v8")]
+        "v8" => Some(rusty_v8::VERSION_STRING.to_string()),
+        _ => None,
+    }
+}
+
+fn quickjs_version() -> String {
+    // SAFETY: `JS_GetVersion` takes no arguments, touches no runtime state and returns a
+    // pointer to the static NUL-terminated string literal `QJS_VERSION_STRING`.
+    #[allow(unsafe_code)]
+    let ptr = unsafe { rquickjs::qjs::JS_GetVersion() };
+    if ptr.is_null() {
+        return "unknown".to_string();
+    }
+    // SAFETY: `ptr` is non-null and points to a static NUL-terminated string (see above),
+    // valid for the whole life of the program.
+    #[allow(unsafe_code)]
+    let text = unsafe { std::ffi::CStr::from_ptr(ptr) };
+    text.to_string_lossy().into_owned()
+}
+
 /// Entry point of a worker process using the engine `engine` (`quickjs`, `v8`): checks the
 /// environment, sets OS limits, serves stdin/stdout until shutdown or end of input. Returns the
 /// process exit code.

@@ -35,7 +35,9 @@ fn json_output_has_exactly_the_documented_keys() {
     keys.sort();
     assert_eq!(
         keys,
-        ["error", "output", "receipt", "runner", "skill", "status"]
+        [
+            "console", "error", "output", "receipt", "runner", "skill", "status", "stderr"
+        ]
     );
 }
 
@@ -292,6 +294,17 @@ fn ctrl_c_kills_the_workers() {
     assert_eq!(out.status.code(), Some(130));
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["error"]["kind"], "interrupted");
+    // The receipt closes the run as killed.
+    let receipt: Value =
+        serde_json::from_slice(&std::fs::read(v["receipt"].as_str().unwrap()).unwrap()).unwrap();
+    assert_eq!(
+        (
+            &receipt["state"],
+            &receipt["disposition"],
+            &receipt["reason_code"]
+        ),
+        (&json!("sealed"), &json!("killed"), &json!("process_killed"))
+    );
     for pid in workers {
         assert!(
             !Path::new(&format!("/proc/{pid}")).exists(),

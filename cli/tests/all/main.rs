@@ -3,10 +3,12 @@
 
 mod bench;
 mod cli_tool;
+mod compat;
 mod docs;
 mod harness;
 mod javascript;
 mod pages;
+mod receipts;
 
 use serde_json::Value;
 use std::path::{Path, PathBuf};

@@ -1,7 +1,7 @@
 //! Comparing a run's outcome with what its case expects; the first difference, with its JSON
 //! path.
 
-use super::fixture::{Expect, OutputExpect};
+use super::fixture::{Case, Expect, ExpectStatus};
 use crate::runtime::RunOutcome;
 use serde::Serialize;
 use serde_json::Value;
@@ -20,6 +20,49 @@ pub struct Mismatch {
     pub message: String,
 }
 
+/// Receipt fields of runx's signed graph receipts that this runtime's receipts do not have. An
+/// expectation naming one is a failure that says so, never silently passed.
+pub const RECEIPT_KEYS_NOT_PRODUCED: &[&str] = &[
+    "body_digest",
+    "receipt_id",
+    "receipt_digest",
+    "harness_id",
+    "act_ids",
+    "decision_ids",
+    "child_receipt_refs",
+    "child_receipt_count",
+    "verification_refs",
+    "kind",
+    "skill_name",
+    "source_type",
+    "graph_name",
+    "owner",
+    "skill_execution",
+    "graph_execution",
+];
+
+/// Compares an outcome with a whole case: its expectation ([`check`]), then what the caller
+/// would supply that a javascript or cli-tool run can never consume.
+pub fn check_case(case: &Case, outcome: &RunOutcome) -> Option<Mismatch> {
+    check(&case.expect, outcome).or_else(|| {
+        if case.caller.answers.is_empty() {
+            return None;
+        }
+        let ids: Vec<Value> = case
+            .caller
+            .answers
+            .keys()
+            .map(|k| Value::from(k.as_str()))
+            .collect();
+        Some(Mismatch {
+            path: "$.caller.answers".to_string(),
+            expected: Value::Array(ids),
+            actual: Value::Array(Vec::new()),
+            message: "these agent answers were never consumed: a javascript or cli-tool runner asks no agent".to_string(),
+        })
+    })
+}
+
 /// Compares an outcome with a case's expectation; the first difference, if any.
 pub fn check(expect: &Expect, outcome: &RunOutcome) -> Option<Mismatch> {
     let want = expect.status();
@@ -29,24 +72,33 @@ pub fn check(expect: &Expect, outcome: &RunOutcome) -> Option<Mismatch> {
             Some(e) => format!(" ({e})"),
             None => String::new(),
         };
+        let only_graphs = match want {
+            ExpectStatus::Sealed | ExpectStatus::Failure => "",
+            _ => {
+                "; javascript and cli-tool runs end sealed or failure, this status comes from graph and agent runs"
+            }
+        };
         return Some(Mismatch {
             path: "$.status".to_string(),
             expected: Value::from(want.name()),
             actual: Value::from(got.name()),
             message: format!(
-                "expected the run to be {}, it was {got}{detail}",
+                "expected the run to be {}, it was {got}{detail}{only_graphs}",
                 want.name()
             ),
         });
     }
     if let Some(out) = &expect.output {
         let actual = outcome.output().cloned().unwrap_or(Value::Null);
-        let m = match out {
-            OutputExpect::Exact(v) => match_exact(v, &actual, "$.output"),
-            OutputExpect::Subset(v) => match_subset(v, &actual, "$.output"),
-        };
-        if m.is_some() {
-            return m;
+        if let Some(v) = &out.exact
+            && let Some(m) = match_exact(v, &actual, "$.output")
+        {
+            return Some(m);
+        }
+        if let Some(v) = &out.subset
+            && let Some(m) = match_subset(v, &actual, "$.output")
+        {
+            return Some(m);
         }
     }
     if let Some(err) = &expect.error {
@@ -80,25 +132,63 @@ pub fn check(expect: &Expect, outcome: &RunOutcome) -> Option<Mismatch> {
             }
         }
     }
-    if let Some(receipt) = &expect.receipt {
-        let written = outcome
-            .receipt_path
-            .as_ref()
-            .and_then(|p| std::fs::read(p).ok())
-            .and_then(|b| serde_json::from_slice::<Value>(&b).ok());
-        let Some(actual) = written else {
-            return Some(Mismatch {
-                path: "$.receipt".to_string(),
-                expected: Value::Object(receipt.clone()),
-                actual: Value::Null,
-                message: "no readable receipt was written".to_string(),
-            });
-        };
-        if let Some(m) = match_subset(&Value::Object(receipt.clone()), &actual, "$.receipt") {
-            return Some(m);
-        }
+    if let Some(receipt) = &expect.receipt
+        && let Some(m) = check_receipt(receipt, outcome)
+    {
+        return Some(m);
+    }
+    if let Some(steps) = expect.steps.as_ref().filter(|s| !s.is_empty()) {
+        return Some(Mismatch {
+            path: "$.steps".to_string(),
+            expected: Value::from(steps.clone()),
+            actual: Value::Array(Vec::new()),
+            message: "a javascript or cli-tool run has no graph steps".to_string(),
+        });
+    }
+    if let Some(step_outputs) = &expect.step_outputs {
+        return Some(Mismatch {
+            path: "$.step_outputs".to_string(),
+            expected: Value::Object(step_outputs.clone()),
+            actual: Value::Null,
+            message: "only a graph run has step outputs; this run is a javascript or cli-tool run"
+                .to_string(),
+        });
     }
     None
+}
+
+/// Compares the receipt as written with the expected subset; a key runx receipts never have is
+/// named as such.
+fn check_receipt(
+    receipt: &serde_json::Map<String, Value>,
+    outcome: &RunOutcome,
+) -> Option<Mismatch> {
+    let written = outcome
+        .receipt_path
+        .as_ref()
+        .and_then(|p| std::fs::read(p).ok())
+        .and_then(|b| serde_json::from_slice::<Value>(&b).ok());
+    let Some(actual) = written else {
+        return Some(Mismatch {
+            path: "$.receipt".to_string(),
+            expected: Value::Object(receipt.clone()),
+            actual: Value::Null,
+            message: "no readable receipt was written".to_string(),
+        });
+    };
+    if let Some((key, want)) = receipt.iter().find(|(k, _)| {
+        actual.get(k.as_str()).is_none() && RECEIPT_KEYS_NOT_PRODUCED.contains(&k.as_str())
+    }) {
+        return Some(Mismatch {
+            path: key_path("$.receipt", key),
+            expected: want.clone(),
+            actual: Value::Null,
+            message: format!(
+                "runx receipts have no `{key}` (a field of runx's signed graph receipts), so this expectation cannot be checked; remove it"
+            ),
+        });
+    }
+    match_subset(&Value::Object(receipt.clone()), &actual, "$.receipt")
 }
 
 /// A path segment for an object key: `.key` for identifier-like keys, else `["key"]`.
@@ -150,9 +240,10 @@ fn differ(path: &str, expected: &Value, actual: &Value, message: String) -> Opti
     })
 }
 
-/// Whether `actual` contains `expected`: every key of an expected object is present and matches,
-/// every element of an expected array matches the actual element at the same index (the actual
-/// array may be longer), and scalars are equal. The first difference, with its JSON path under
+/// Whether `actual` contains `expected`: every key of an expected object matches the actual key
+/// (an absent key counts as `null`, so `key: null` matches absence), every element of an expected
+/// array matches the actual element at the same index (the actual array may be longer: an
+/// ordered prefix), and scalars are equal. The first difference, with its JSON path under
 /// `path`, or `None` when it matches.
 pub fn match_subset(expected: &Value, actual: &Value, path: &str) -> Option<Mismatch> {
     match (expected, actual) {
@@ -160,6 +251,7 @@ pub fn match_subset(expected: &Value, actual: &Value, path: &str) -> Option<Mism
             let p = key_path(path, k);
             match a.get(k) {
                 Some(av) => match_subset(ev, av, &p),
+                None if ev.is_null() => None,
                 None => differ(&p, ev, &Value::Null, "missing key".to_string()),
             }
         }),

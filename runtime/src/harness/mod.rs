@@ -3,27 +3,37 @@
 //!
 //! # Fixtures
 //!
-//! Cases live inline in a package's `X.yaml` under `harness: { cases: [...] }` and in files
-//! `fixtures/*.yaml` of the package (a file holds `cases: [...]` or one case). A case:
+//! Cases live inline in a package's `X.yaml` under `harness: { files: [...], cases: [...] }` and
+//! in files `fixtures/*.yaml` of the package (a file holds `cases: [...]` or one case). A case,
+//! in this runtime's form and in runx packages' (`kind`, `target`, `caller`,
+//! `operator_journeys`, `metadata`, `setup`):
 //!
 //! ```yaml
 //! name: greets-world
+//! kind: skill                  # graph, agent, agent_task, mcp, a2a cases are skipped
+//! target: ..                   # the package, relative to the fixture file
 //! runner: greet                # the default runner when absent
 //! inputs: { name: World }
 //! env: { REGION: eu }          # the only environment the run sees
 //! files: { notes/a.txt: "hi" } # created in the scratch workspace before the run
 //! expect:
 //!   status: sealed             # or failure; default: failure when `error` is given
-//!   output: { subset: { greeting: "Hello, World." } }   # or { exact: ... }
+//!   output: { subset: { greeting: "Hello, World." } }   # and/or { exact: ... }
 //!   error: { kind: environment, code: missing_environment, message_contains: REGION }
-//!   receipt: { schema: runx.receipt.v1, status: sealed }  # subset of the receipt written
+//!   receipt: { schema: runx.receipt.v1, state: sealed, disposition: closed }
+//!   steps: []                  # a javascript or cli-tool run has no graph steps
 //! ```
 //!
 //! A *subset* match holds when every key (and every array element, by index) the expectation
-//! gives is present in the actual value and matches recursively; the actual value may hold
-//! more. An *exact* match requires equal values (numbers compare by value, so `1` equals `1.0`).
-//! A mismatch is reported at the JSON path of the first difference, like
-//! `$.output.items[2].name`.
+//! gives matches the actual value recursively, an absent key matching `null`; the actual value
+//! may hold more. An *exact* match requires equal values (numbers compare by value, so `1`
+//! equals `1.0`). A mismatch is reported at the JSON path of the first difference, like
+//! `$.output.items[2].name`. Expectations this runtime can never meet (`policy_denied`, graph
+//! steps, receipt fields of signed graph receipts, agent answers) fail the case and say so.
+//!
+//! Every package found is reported: one whose profile does not load or whose fixture is
+//! malformed is a broken [`Suite`] (its cases are not run); packages nested below a directory
+//! are found too.
 //!
 //! # Isolation
 //!
@@ -37,23 +47,31 @@
 //! - [`fixture`]: what a case says (inputs, environment, files, expectations);
 //! - [`discover`](mod@discover): finding packages and their cases;
 //! - [`run`](mod@run): running cases in scratch workspaces into a [`Report`];
-//! - [`matching`]: comparing an outcome with an expectation.
+//! - [`matching`]: comparing an outcome with an expectation;
+//! - [`receipt`](mod@receipt): the one sealed receipt of a whole harness run.
 //!
-//! [`discover()`] turns paths into [`Suite`]s (malformed fixtures are a [`HarnessError`] naming
-//! file and line), and [`run_suites`] runs them on one [`Runtime`](crate::Runtime) into a serializable [`Report`].
+//! [`discover()`] turns paths into [`Suite`]s (a broken package carries a [`PackageError`] naming
+//! file and line; only unusable paths are a [`HarnessError`]), and [`run_suites`] runs them on
+//! one [`Runtime`](crate::Runtime) into a serializable [`Report`].
 
 use std::path::{Path, PathBuf};
 
 pub mod discover;
 pub mod fixture;
 pub mod matching;
+pub mod receipt;
 pub mod run;
 
-pub use discover::{Suite, SuiteCase, discover};
-pub use fixture::{Case, ErrorExpect, Expect, ExpectStatus, OutputExpect, RelPath};
-pub use matching::{Mismatch, check, match_exact, match_subset};
+pub use discover::{PackageError, Suite, SuiteCase, discover};
+pub use fixture::{
+    Caller, Case, CaseKind, ErrorExpect, Expect, ExpectStatus, Journey, JourneyMode, OutputExpect,
+    RelPath, Setup,
+};
+pub use matching::{Mismatch, check, check_case, match_exact, match_subset};
+pub use receipt::{CaseRecord, HARNESS_RECEIPT_SCHEMA, HarnessReceipt};
 pub use run::{
-    CaseFailure, CaseResult, Report, ReportStatus, run_case, run_suites, run_suites_with,
+    CaseFailure, CaseResult, CaseVerdict, PackageFailure, PackageResult, PackageStatus, Report,
+    ReportStatus, run_case, run_suites, run_suites_with,
 };
 
 /// The directory of fixture files inside a package.

@@ -103,6 +103,7 @@ fn outcome(output: Option<Value>, error: Option<crate::RunError>) -> RunOutcome 
             (o, None) => Ok(o.unwrap_or(Value::Null)),
         },
         receipt: crate::receipt::Receipt::default(),
+        stderr: None,
         receipt_path: None,
         log: Default::default(),
     }
@@ -177,7 +178,13 @@ fn case_syntax() {
         .expect("parses");
     assert_eq!(c.runner.as_deref(), Some("r"));
     assert_eq!(c.files[&RelPath("d/e.txt".into())], "hi");
-    assert_eq!(c.expect.output, Some(OutputExpect::Subset(json!({"y": 1}))));
+    assert_eq!(
+        c.expect.output,
+        Some(OutputExpect {
+            exact: None,
+            subset: Some(json!({"y": 1}))
+        })
+    );
     for bad in [
         "name: a\nfiles: { ../x: hi }\n",
         "name: a\nfiles: { /etc/x: hi }\n",
@@ -313,28 +320,28 @@ fn malformed_fixtures_name_file_and_line() {
             ),
         ],
     );
-    let e = discover(&[pkg.path().to_path_buf()]).expect_err("malformed");
-    match &e {
-        HarnessError::Malformed { file, line, .. } => {
-            assert!(file.ends_with("fixtures/bad.yaml"), "{e}");
-            assert_eq!(*line, Some(4), "{e}");
-        }
-        other => panic!("{other}"),
-    }
-    assert!(e.to_string().contains("bad.yaml:4:"), "{e}");
+    let broken = |path: &Path| {
+        let suites = discover(&[path.to_path_buf()]).expect("discover");
+        assert_eq!(suites.len(), 1);
+        assert!(suites[0].cases.is_empty(), "{:?}", suites[0].cases);
+        suites[0].broken.clone().expect("malformed")
+    };
+    let e = broken(pkg.path());
+    assert!(e.file.ends_with("fixtures/bad.yaml"), "{e:?}");
+    assert_eq!(e.line, Some(4), "{e:?}");
+    assert!(e.message.contains("bad.yaml:4:"), "{e:?}");
 
     let pkg = package(
         &format!("{PROFILE}harness:\n  cases:\n    - name: a\n      inputz: {{}}\n"),
         &[("m.mjs", ECHO)],
     );
-    let e = discover(&[pkg.path().to_path_buf()]).expect_err("malformed inline");
-    assert!(e.to_string().contains("X.yaml:12:"), "{e}");
+    assert!(broken(pkg.path()).message.contains("X.yaml:12:"));
 
     let pkg = package(PROFILE, &[("fixtures/broken.yaml", "cases: [\n")]);
-    let e = discover(&[pkg.path().join("fixtures/broken.yaml")]).expect_err("syntax");
     assert!(
-        matches!(e, HarnessError::Malformed { line: Some(_), .. }),
-        "{e}"
+        broken(&pkg.path().join("fixtures/broken.yaml"))
+            .line
+            .is_some()
     );
 
     let e = discover(&[pkg.path().join("m.mjs")]).expect_err("not a fixture");
@@ -370,4 +377,62 @@ fn packages_without_cases_are_not_declared() {
     assert_eq!(all.status, ReportStatus::Passed, "{all:#?}");
     assert_eq!(all.not_declared, vec!["a"]);
     assert_eq!(all.summary(), "1 passed, 0 failed");
+}
+
+#[test]
+fn inline_files_must_be_regular_files_under_fixtures() {
+    let outside = tempfile::NamedTempFile::new().expect("tempfile");
+    for (files, want) in [
+        ("[../secret.txt]", "must be relative"),
+        ("[/etc/passwd]", "must be relative"),
+        ("[m.mjs]", "under `fixtures/`"),
+        ("[fixtures/missing.txt]", "under `fixtures/`"),
+        ("[fixtures/link.txt]", "under `fixtures/`"),
+        ("[fixtures]", "under `fixtures/`"),
+    ] {
+        let pkg = package(
+            &format!("{PROFILE}harness:\n  files: {files}\n  cases: [{{ name: a }}]\n"),
+            &[("m.mjs", ECHO), ("fixtures/ok.txt", "ok")],
+        );
+        std::os::unix::fs::symlink(outside.path(), pkg.path().join("fixtures/link.txt"))
+            .expect("symlink");
+        let suites = discover(&[pkg.path().to_path_buf()]).expect("discover");
+        let broken = suites[0].broken.clone().expect(files);
+        assert!(broken.message.contains(want), "{files}: {broken:?}");
+        assert!(suites[0].cases.is_empty());
+    }
+}
+
+#[test]
+fn discovery_does_not_follow_links_and_stays_bounded() {
+    let root = tempfile::tempdir().expect("tempdir");
+    let a = root.path().join("a");
+    std::fs::create_dir_all(&a).expect("mkdir");
+    std::fs::write(a.join(PROFILE_FILE), PROFILE).expect("profile");
+    std::fs::write(a.join("m.mjs"), ECHO).expect("module");
+    // A link back up would loop; a link to a package would list it twice.
+    std::os::unix::fs::symlink(root.path(), a.join("loop")).expect("symlink");
+    std::os::unix::fs::symlink(&a, root.path().join("again")).expect("symlink");
+    // Hidden directories, node_modules and target are not searched.
+    for skipped in [".git/p", "node_modules/p", "target/p"] {
+        let d = root.path().join(skipped);
+        std::fs::create_dir_all(&d).expect("mkdir");
+        std::fs::write(d.join(PROFILE_FILE), "not: [a profile").expect("profile");
+    }
+    let suites = discover(&[root.path().to_path_buf()]).expect("discover");
+    let names: Vec<&str> = suites.iter().map(|s| s.package.as_str()).collect();
+    assert_eq!(names, ["a"]);
+
+    // Deeper than the search depth is not reached.
+    let mut deep = root.path().join("deep");
+    for i in 0..=crate::limits::HARNESS_SEARCH_DEPTH.max {
+        deep = deep.join(format!("d{i}"));
+    }
+    std::fs::create_dir_all(&deep).expect("mkdir");
+    std::fs::write(deep.join(PROFILE_FILE), PROFILE).expect("profile");
+    let suites = discover(&[root.path().join("deep")]);
+    assert!(
+        matches!(suites, Err(HarnessError::Path { .. })),
+        "{suites:?}"
+    );
 }

@@ -7,26 +7,34 @@
 //!
 //! - this module: the model ([`Profile`], [`Runner`], ...) and runner selection;
 //! - [`parse`](mod@parse): reading the YAML in two passes ([`load`], [`parse()`]);
-//! - `validate`: the rules for each runner's keys (timeouts, modules, pages, retry);
-//! - [`decl`]: declared input and output types and schemas.
+//! - `runner_map`: reading one runner's keys (the closed set of runner keys);
+//! - `validate`: the rules for each runner's keys (timeouts, modules, pages, retry, artifacts);
+//! - [`decl`]: declared input and output types, schemas and `input_definitions`;
+//! - [`packet`]: packet schemas named by `packet:` inputs;
+//! - [`template`]: the `{{...}}` placeholders of cli-tool arguments.
 //!
-//! Keys this runtime does not use (`catalog`, `credentials`, `artifacts`, `scopes`, ...) are
-//! ignored at the top level and in runners, because packages are shared with other runtimes that
-//! do use them. The small, runtime-controlling blocks `environment`, `pages` and `retry` reject
-//! unknown keys instead, so a misspelt limit is not silently replaced by its default.
+//! No key is ever silently ignored. Keys runx packages use that this runtime does not act on
+//! (top level: `runx`, `policy`, `emits`, `catalog`, `credentials`; in runners: `artifacts`,
+//! `scopes`, `examples`, `graph`, `agent`, ...) are read, checked where their shape is known,
+//! kept in the model and shown by `runx skill inspect`. Any other key is an error naming the key
+//! and its line, so a misspelt setting is never replaced by its default.
 
 use std::collections::BTreeMap;
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 pub mod decl;
+pub mod packet;
 pub mod parse;
+mod runner_map;
+pub mod template;
 mod validate;
 
 pub use decl::{ValueType, compile_schema, with_article};
+pub use packet::PacketRef;
 pub use parse::{load, parse};
 
 /// File name of the execution profile inside a skill package.
@@ -168,6 +176,8 @@ pub struct Profile {
     pub version: String,
     /// The package directory ([`load`] canonicalises it; [`parse()`] keeps what it was given).
     pub dir: PathBuf,
+    /// `sha256:<hex>` of the profile text, the `X.yaml` bytes [`load`] read.
+    pub digest: String,
     /// The runners this runtime runs, by name. The single top-level `run:` form is one runner
     /// named `default`.
     pub runners: BTreeMap<String, Runner>,
@@ -176,6 +186,31 @@ pub struct Profile {
     pub other_runners: BTreeMap<String, OtherRunner>,
     /// The runner marked `default: true`, or `default` for the single `run:` form.
     pub default_runner: Option<String>,
+    /// Reusable input declarations (`input_definitions:`), by name.
+    pub input_definitions: BTreeMap<String, InputDecl>,
+    /// Top-level keys runx reads and shows but does not act on (`runx`, `policy`, `emits`,
+    /// `catalog`, `credentials`), as JSON.
+    pub declared_only: BTreeMap<String, Value>,
+    /// What loading noticed without refusing the package: templates naming undeclared inputs,
+    /// retries that can never apply. `runx skill inspect` and the harness show them.
+    pub diagnostics: Vec<Diagnostic>,
+}
+
+/// Something a profile declares that loads but will not do what it seems to say.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Diagnostic {
+    /// The runner concerned.
+    pub runner: String,
+    /// The key concerned, like `args[1]` or `retry`.
+    pub key: String,
+    /// What will happen, and what to do.
+    pub message: String,
+}
+
+impl fmt::Display for Diagnostic {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "runners.{}.{}: {}", self.runner, self.key, self.message)
+    }
 }
 
 /// One runner of a package that this runtime runs.
@@ -195,15 +230,47 @@ pub struct Runner {
     pub environment: EnvDecl,
     /// Declared `timeout_seconds`, or the runner type's default.
     pub timeout: Duration,
+    /// The checked `artifacts:` block (runx does not project artifacts).
+    pub artifacts: Option<ArtifactsDecl>,
+    /// Example input objects (`examples:`), each checked against the input declarations at load.
+    pub examples: Vec<Map<String, Value>>,
+    /// Runner keys of runx packages this runtime reads but does not act on (`scopes`, `risk`,
+    /// `idempotency`, `runx`, ...), as JSON.
+    pub declared_only: BTreeMap<String, Value>,
 }
 
-/// A runner of a type this runtime does not run; only its type and `default:` are read.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// A runner of a type this runtime does not run. Its key names are checked like any runner's;
+/// their values are kept as written, for `runx skill inspect`.
+#[derive(Debug, Clone, PartialEq)]
 pub struct OtherRunner {
     /// The declared `type:`.
     pub ty: String,
     /// Whether it is marked `default: true`.
     pub default: bool,
+    /// Every declared key but `type` and `default`, as JSON (a nested `run:`/`source:` block as
+    /// an object).
+    pub keys: BTreeMap<String, Value>,
+}
+
+/// A runner's `artifacts:` block: how runx packages expose a result to graph steps. Checked at
+/// load and shown by `runx skill inspect`; this runtime does not project artifacts.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+pub struct ArtifactsDecl {
+    /// `emits`: the artifact names the runner emits.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub emits: Vec<String>,
+    /// `named_emits`: output field → artifact name.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub named_emits: BTreeMap<String, String>,
+    /// `packets`: output field (a `named_emits` key) → packet id.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub packets: BTreeMap<String, String>,
+    /// `wrap_as`: the name the whole result is wrapped as.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub wrap_as: Option<String>,
+    /// `packet`: the packet id of the `wrap_as` artifact.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub packet: Option<String>,
 }
 
 /// What a runner executes.
@@ -327,31 +394,57 @@ pub struct CliToolRunner {
     pub cwd: Option<String>,
     /// What stdin receives.
     pub input_mode: InputMode,
-    /// Whether running the command twice is safe (a precondition of `retry`).
+    /// Whether running the command twice is safe (a precondition of `retry`): `idempotent: true`,
+    /// or an `idempotency` declaration.
     pub idempotent: bool,
-    /// The retry policy, for an idempotent runner.
+    /// The declared retry policy; it applies only when [`RetryDecl::inert`] is `None`.
     pub retry: Option<RetryDecl>,
+}
+
+impl CliToolRunner {
+    /// The retry policy that applies, if any.
+    pub fn active_retry(&self) -> Option<&RetryDecl> {
+        self.retry.as_ref().filter(|r| r.inert.is_none())
+    }
 }
 
 /// What a cli-tool's stdin receives.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum InputMode {
-    /// Stdin is closed without input (no `input_mode`).
+    /// Stdin is closed without input (no `input_mode`, or `input_mode: none`).
     #[default]
     Closed,
+    /// `input_mode: args`: stdin is closed without input; the arguments are exactly the templated
+    /// `args` (inputs are never appended implicitly).
+    Args,
     /// Stdin receives the whole input object as JSON, then closes.
     Stdin,
 }
 
-/// Retry policy of an idempotent cli-tool runner.
+impl InputMode {
+    /// The mode as `runx skill inspect` shows it.
+    pub fn name(self) -> &'static str {
+        match self {
+            InputMode::Closed => "none",
+            InputMode::Args => "args",
+            InputMode::Stdin => "stdin",
+        }
+    }
+}
+
+/// Retry policy of a cli-tool runner.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RetryDecl {
-    /// Additional runs after the first failed one ([`crate::limits::RETRY_ATTEMPTS`]).
+    /// Additional runs after the first failed one ([`crate::limits::RETRY_ATTEMPTS`]);
+    /// `retry: {max_attempts: N}` declares `N - 1`.
     pub attempts: u32,
     /// Failure kinds that trigger a retry.
     pub on: Vec<RetryOn>,
     /// Pause before each retry.
     pub backoff: Duration,
+    /// Why the declared retry can never apply (the runner is not idempotent, or it allows no
+    /// additional run); `None` when it applies.
+    pub inert: Option<String>,
 }
 
 /// Failure kinds a retry may react to. Only crashes: a timeout or an exit status may follow side
@@ -365,7 +458,7 @@ pub enum RetryOn {
 /// A declared input.
 #[derive(Debug, Clone, PartialEq)]
 pub struct InputDecl {
-    /// Declared type; `any` when the declaration names none.
+    /// Declared type; `string` when the declaration names none.
     pub ty: ValueType,
     /// Whether the caller must give it (after defaults).
     pub required: bool,
@@ -373,8 +466,16 @@ pub struct InputDecl {
     pub default: Option<Value>,
     /// What it is for, for people.
     pub description: Option<String>,
-    /// JSON Schema for the value; compiled at load so a broken schema fails early.
+    /// JSON Schema for the value (a packet input's packet schema); compiled at load so a broken
+    /// schema fails early.
     pub schema: Option<Value>,
+    /// `artifact: true`: a value wrapped in an artifact envelope (`{data: ...}`) is unwrapped
+    /// before it is checked and passed on.
+    pub artifact: bool,
+    /// `packet: ID`: where the schema of the packet came from.
+    pub packet: Option<PacketRef>,
+    /// The `input_definitions` entry this declaration refers to (`{definition: NAME}`).
+    pub definition: Option<String>,
 }
 
 /// A declared output.
@@ -382,8 +483,14 @@ pub struct InputDecl {
 pub struct OutputDecl {
     /// Declared type; `any` when the declaration names none.
     pub ty: ValueType,
-    /// JSON Schema for the value.
+    /// JSON Schema for the value (an `enum:` is folded into it).
     pub schema: Option<Value>,
+    /// Whether the result must hold it (`required: false` makes it optional).
+    pub required: bool,
+    /// What it is for, for people.
+    pub description: Option<String>,
+    /// `wrap_as`, shown but not acted on (runx does not project artifacts).
+    pub wrap_as: Option<String>,
 }
 
 /// Host environment names a runner may receive.
@@ -471,3 +578,6 @@ impl Profile {
 
 #[cfg(test)]
 mod tests;
+
+#[cfg(test)]
+mod compat_tests;

@@ -1,23 +1,47 @@
-//! Reading an `X.yaml`, in two passes over the same text.
+//! Reading an `X.yaml`, in three passes over the same text.
 //!
 //! 1. The document is read as a plain YAML value only to learn each runner's `type`. Runner types
 //!    this runtime does not implement (`graph`, `agent-task`, ...) have shapes of their own, so
-//!    they are recorded as [`OtherRunner`]s without being interpreted; the package still loads,
-//!    and the error appears only if such a runner is selected.
-//! 2. The document is deserialized through typed serde structures. Validation happens inside the
-//!    serde visitors, so `serde_yaml_ng` attaches the line, column and key path of the offending
-//!    node to every error, including the semantic ones (timeout ranges, page settings, ...).
+//!    they are recorded as [`OtherRunner`]s with their values uninterpreted; the package still
+//!    loads, and the error appears only if such a runner is selected.
+//! 2. `input_definitions` is read, typed, so runner inputs can refer to it wherever it stands in
+//!    the document.
+//! 3. The document is deserialized through typed serde structures and explicit visitors.
+//!    Validation happens inside them, so `serde_yaml_ng` attaches the line, column and key path
+//!    of the offending node to every error, including the semantic ones (timeout ranges, page
+//!    settings, unknown keys, ...).
 
 use std::collections::BTreeMap;
 use std::fmt;
 use std::path::Path;
 
+use std::collections::BTreeSet;
+
 use serde::de::{self, DeserializeSeed, IgnoredAny, MapAccess, Visitor};
 use serde::{Deserialize, Deserializer};
+use serde_json::Value;
 
-use super::validate::{RawRunner, build_runner};
-use super::{DEFAULT_RUN_NAME, OtherRunner, PROFILE_FILE, Profile, ProfileError, Runner};
+use super::decl::{DeclContext, InputsSeed};
+use super::packet::PacketFinder;
+use super::runner_map::{ClosedKey, RunnerMap, RunnerMapSeed};
+use super::validate::build_runner;
+use super::{
+    DEFAULT_RUN_NAME, Diagnostic, InputDecl, OtherRunner, PROFILE_FILE, Profile, ProfileError,
+    Runner,
+};
 use crate::limits::PROFILE_BYTES;
+
+/// Top-level keys this runtime acts on.
+const TOP_RUN_KEYS: &[&str] = &[
+    "skill",
+    "version",
+    "runners",
+    "run",
+    "harness",
+    "input_definitions",
+];
+/// Top-level keys of runx packages this runtime reads and shows but does not act on.
+const TOP_DECLARED_ONLY_KEYS: &[&str] = &["runx", "policy", "emits", "catalog", "credentials"];
 
 /// Reads and parses `dir/X.yaml`.
 pub fn load(dir: &Path) -> Result<Profile, ProfileError> {
@@ -59,15 +83,29 @@ pub fn parse(text: &str, dir: &Path, file: &Path) -> Result<Profile, ProfileErro
                 .to_string(),
         });
     }
-    // Pass 1: learn runner types, so other runner types are skipped rather than misread.
+    // Pass 1: learn runner types, so other runner types are read without being interpreted.
     let doc: serde_yaml_ng::Value = serde_yaml_ng::from_str(text).map_err(invalid)?;
     let other_types = other_runner_types(&doc);
-    // Pass 2: typed parse with validation inside the visitors (which gives errors locations).
-    let de = serde_yaml_ng::Deserializer::from_str(text);
+    let packets = PacketFinder::new(dir);
+    // Pass 2: the reusable input declarations, wherever they stand in the document.
+    let definitions = DefinitionsSeed(&DeclContext {
+        definitions: None,
+        packets: &packets,
+    })
+    .deserialize(serde_yaml_ng::Deserializer::from_str(text))
+    .map_err(invalid)?;
+    // Pass 3: typed parse with validation inside the visitors (which gives errors locations).
+    let ctx = DeclContext {
+        definitions: Some(&definitions),
+        packets: &packets,
+    };
+    let mut diagnostics = Vec::new();
     let top = TopSeed {
         other_types: &other_types,
+        ctx: &ctx,
+        diagnostics: &mut diagnostics,
     }
-    .deserialize(de)
+    .deserialize(serde_yaml_ng::Deserializer::from_str(text))
     .map_err(invalid)?;
     let mut runners = BTreeMap::new();
     let mut other_runners = BTreeMap::new();
@@ -84,10 +122,14 @@ pub fn parse(text: &str, dir: &Path, file: &Path) -> Result<Profile, ProfileErro
     Ok(Profile {
         skill: top.skill,
         version: top.version,
+        digest: crate::digest::sha256_hex(text.as_bytes()),
         dir: dir.to_path_buf(),
         default_runner: top.default_runner,
         runners,
         other_runners,
+        input_definitions: definitions,
+        declared_only: top.declared_only,
+        diagnostics,
     })
 }
 
@@ -115,7 +157,8 @@ fn other_runner_types(doc: &serde_yaml_ng::Value) -> BTreeMap<String, String> {
     let declared_type = |runner: &serde_yaml_ng::Value| -> Option<String> {
         let ty = runner
             .get("type")
-            .or_else(|| runner.get("run").and_then(|run| run.get("type")))?;
+            .or_else(|| runner.get("run").and_then(|run| run.get("type")))
+            .or_else(|| runner.get("source").and_then(|src| src.get("type")))?;
         ty.as_str().map(str::to_string)
     };
     let mut note = |name: &str, runner: &serde_yaml_ng::Value| {
@@ -157,10 +200,45 @@ impl Declared {
 }
 
 // ---------------------------------------------------------------------------------------------
+// Definitions pass.
+
+/// Reads only `input_definitions`, skipping every other key.
+struct DefinitionsSeed<'a>(&'a DeclContext<'a>);
+
+impl<'de> DeserializeSeed<'de> for DefinitionsSeed<'_> {
+    type Value = BTreeMap<String, InputDecl>;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+        d.deserialize_map(self)
+    }
+}
+
+impl<'de> Visitor<'de> for DefinitionsSeed<'_> {
+    type Value = BTreeMap<String, InputDecl>;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a skill profile mapping with `skill:` and `runners:` (or `run:`)")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        let mut definitions = BTreeMap::new();
+        while let Some(key) = map.next_key::<String>()? {
+            if key == "input_definitions" {
+                definitions = map.next_value_seed(InputsSeed(self.0))?;
+            } else {
+                map.next_value::<IgnoredAny>()?;
+            }
+        }
+        Ok(definitions)
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
 // Typed pass: top level.
 
 struct TopSeed<'a> {
     other_types: &'a BTreeMap<String, String>,
+    ctx: &'a DeclContext<'a>,
+    diagnostics: &'a mut Vec<Diagnostic>,
 }
 
 struct Top {
@@ -168,6 +246,7 @@ struct Top {
     version: String,
     runners: BTreeMap<String, Declared>,
     default_runner: Option<String>,
+    declared_only: BTreeMap<String, Value>,
 }
 
 impl<'de> DeserializeSeed<'de> for TopSeed<'_> {
@@ -175,6 +254,11 @@ impl<'de> DeserializeSeed<'de> for TopSeed<'_> {
     fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Top, D::Error> {
         d.deserialize_map(self)
     }
+}
+
+fn top_special(key: &str) -> Option<String> {
+    (key == "instructions")
+        .then(|| "`instructions` belongs in the package's SKILL.md, not in X.yaml".to_string())
 }
 
 impl<'de> Visitor<'de> for TopSeed<'_> {
@@ -189,23 +273,55 @@ impl<'de> Visitor<'de> for TopSeed<'_> {
         let mut version = None;
         let mut runners = None;
         let mut run = None;
-        while let Some(key) = map.next_key::<String>()? {
+        let mut declared_only = BTreeMap::new();
+        let mut seen = BTreeSet::new();
+        loop {
+            let key = map.next_key_seed(ClosedKey {
+                allowed: &[
+                    ("keys runx reads", TOP_RUN_KEYS),
+                    (
+                        "keys runx shows without acting on them",
+                        TOP_DECLARED_ONLY_KEYS,
+                    ),
+                ],
+                seen: &seen,
+                what: "top-level key",
+                special: top_special,
+            })?;
+            let Some(key) = key else { break };
+            seen.insert(key.clone());
             match key.as_str() {
                 "skill" => skill = Some(map.next_value::<String>()?),
                 "version" => version = map.next_value::<Option<VersionText>>()?.map(|v| v.0),
                 "runners" => {
                     runners = Some(map.next_value_seed(RunnersSeed {
                         other_types: self.other_types,
+                        ctx: self.ctx,
+                        diagnostics: &mut *self.diagnostics,
                     })?)
                 }
                 "run" => {
                     run = Some(map.next_value_seed(RunnerSeed {
                         name: DEFAULT_RUN_NAME,
                         other_type: self.other_types.get(DEFAULT_RUN_NAME),
+                        ctx: self.ctx,
+                        diagnostics: &mut *self.diagnostics,
                     })?)
                 }
-                _ => {
+                // Read by pass 2 and by the harness.
+                "input_definitions" | "harness" => {
                     map.next_value::<IgnoredAny>()?;
+                }
+                "catalog" | "credentials" => {
+                    let value: Value = map.next_value()?;
+                    if !value.is_object() {
+                        return Err(de::Error::custom(format!("`{key}` must be a mapping")));
+                    }
+                    declared_only.insert(key, value);
+                }
+                _ => {
+                    let value: Value = map.next_value()?;
+                    declared_only.insert(key, value);
                 }
             }
         }
@@ -224,6 +340,7 @@ impl<'de> Visitor<'de> for TopSeed<'_> {
             version: version.unwrap_or_default(),
             runners,
             default_runner,
+            declared_only,
         })
     }
 }
@@ -307,6 +424,8 @@ impl<'de> Deserialize<'de> for VersionText {
 
 struct RunnersSeed<'a> {
     other_types: &'a BTreeMap<String, String>,
+    ctx: &'a DeclContext<'a>,
+    diagnostics: &'a mut Vec<Diagnostic>,
 }
 
 impl<'de> DeserializeSeed<'de> for RunnersSeed<'_> {
@@ -332,6 +451,8 @@ impl<'de> Visitor<'de> for RunnersSeed<'_> {
             let runner = map.next_value_seed(RunnerSeed {
                 name: &name,
                 other_type: self.other_types.get(&name),
+                ctx: self.ctx,
+                diagnostics: &mut *self.diagnostics,
             })?;
             runners.insert(name, runner);
         }
@@ -348,6 +469,8 @@ struct RunnerSeed<'a> {
     name: &'a str,
     /// The declared type when pass 1 found it is not one this runtime runs.
     other_type: Option<&'a String>,
+    ctx: &'a DeclContext<'a>,
+    diagnostics: &'a mut Vec<Diagnostic>,
 }
 
 impl<'de> DeserializeSeed<'de> for RunnerSeed<'_> {
@@ -365,24 +488,24 @@ impl<'de> Visitor<'de> for RunnerSeed<'_> {
     }
 
     fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Declared, A::Error> {
-        let inner = de::value::MapAccessDeserializer::new(map);
-        if let Some(ty) = self.other_type {
-            let raw = OtherRaw::deserialize(inner)?;
-            return Ok(Declared::Other(OtherRunner {
-                ty: ty.clone(),
-                default: raw.default.unwrap_or(false),
-            }));
+        // Read and built inside this visitor, so a rule broken across keys is reported at the
+        // runner's own line.
+        let read = RunnerMapSeed {
+            name: self.name,
+            ctx: self.ctx,
+            other: self.other_type.is_some(),
+            nested: false,
         }
-        let raw = RawRunner::deserialize(inner)?;
-        build_runner(self.name, raw)
-            .map(|r| Declared::Runnable(Box::new(r)))
-            .map_err(de::Error::custom)
+        .visit_map(map)?;
+        match read {
+            RunnerMap::Other { default, keys } => Ok(Declared::Other(OtherRunner {
+                ty: self.other_type.cloned().unwrap_or_default(),
+                default: default.unwrap_or(false),
+                keys,
+            })),
+            RunnerMap::Runnable(raw) => build_runner(self.name, *raw, self.diagnostics)
+                .map(|r| Declared::Runnable(Box::new(r)))
+                .map_err(de::Error::custom),
+        }
     }
-}
-
-/// The only key read from a runner of another type.
-#[derive(Deserialize)]
-struct OtherRaw {
-    #[serde(default)]
-    default: Option<bool>,
 }

@@ -1,5 +1,6 @@
 use super::*;
 use serde_json::json;
+use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::Duration;
 
@@ -40,7 +41,7 @@ const FULL: &str = r#"
 skill: sample
 version: 1.0.0
 catalog: { visible: true }
-credentials: [github]
+credentials: { github: { provider: github } }
 runners:
   main:
     default: true
@@ -69,7 +70,7 @@ runners:
     retry: { attempts: 2, on: [crash], backoff_seconds: 1 }
   plan:
     type: graph
-    steps: [{ run: main }, { run: tool }]
+    graph: { steps: [{ run: main }, { run: tool }] }
     inputs: "graphs have their own shapes"
 harness:
   cases:
@@ -103,7 +104,10 @@ fn full_profile_parses() {
         main.outputs["greeting"],
         OutputDecl {
             ty: ValueType::String,
-            schema: None
+            schema: None,
+            required: true,
+            description: None,
+            wrap_as: None,
         }
     );
     assert_eq!(main.outputs["stats"].ty, ValueType::Object);
@@ -134,7 +138,8 @@ fn full_profile_parses() {
         Some(RetryDecl {
             attempts: 2,
             on: vec![RetryOn::Crash],
-            backoff: Duration::from_secs(1)
+            backoff: Duration::from_secs(1),
+            inert: None,
         })
     );
 
@@ -142,7 +147,14 @@ fn full_profile_parses() {
         p.other_runners["plan"],
         OtherRunner {
             ty: "graph".into(),
-            default: false
+            default: false,
+            keys: BTreeMap::from([
+                (
+                    "graph".to_string(),
+                    json!({"steps": [{"run": "main"}, {"run": "tool"}]})
+                ),
+                ("inputs".to_string(), json!("graphs have their own shapes")),
+            ]),
         }
     );
     assert!(!p.runners.contains_key("plan"));
@@ -175,7 +187,7 @@ runners:
     default: true
     timeout_seconds: 3
     inputs: { n: number }
-    credentials: [x]
+    scopes: [x]
     run:
       type: javascript
       module: lib/a.mjs
@@ -214,7 +226,12 @@ fn nested_run_conflicts_are_errors() {
     assert!(e.contains("`module` is given both"), "{e}");
     assert!(e.contains("runners.m"), "{e}");
     let e = err("skill: s\nrunners:\n  m:\n    run: { type: javascript, module: b.js, run: {} }\n");
-    assert!(e.contains("run.run"), "{e}");
+    assert!(e.contains("runners.m.run"), "{e}");
+    assert!(e.contains("may not contain another `run:`"), "{e}");
+    let e = err(
+        "skill: s\nrunners:\n  m:\n    source: { type: javascript }\n    run: { module: b.js }\n",
+    );
+    assert!(e.contains("both `source` and `run` are given"), "{e}");
 }
 
 #[test]
@@ -268,7 +285,7 @@ fn unsupported_runner_errors_only_when_selected() {
     );
     assert!(p.runner(Some("j")).is_ok());
     // The nested form carries its type inside `run:`.
-    let p = ok("skill: s\nrun:\n  run: { type: graph, steps: [] }\n");
+    let p = ok("skill: s\nrun:\n  run: { type: graph, graph: { steps: [] } }\n");
     assert!(matches!(
         p.runner(None),
         Err(ProfileError::UnsupportedRunner { .. })
@@ -467,10 +484,6 @@ fn javascript_validation_errors() {
             "`command` applies only to cli-tool",
         ),
         (
-            "    module: a.js\n    retry: { attempts: 1 }\n",
-            "`retry` applies only to cli-tool",
-        ),
-        (
             "    module: a.js\n    inputs: { runx_page: object }\n",
             "`inputs.runx_page` is reserved",
         ),
@@ -568,20 +581,32 @@ fn cli_tool_validation_errors() {
             "`pages` applies only to javascript",
         ),
         (
-            "    command: x\n    input_mode: args\n",
-            "`input_mode` is `args`",
+            "    command: x\n    input_mode: file\n",
+            "`input_mode` is `file`",
         ),
         (
             "    command: x\n    timeout_seconds: 3601\n",
             "allows 1 to 3600",
         ),
         (
-            "    command: x\n    retry: { attempts: 1 }\n",
-            "requires `idempotent: true`",
+            "    command: x\n    idempotent: true\n    retry: { attempts: 1, max_attempts: 2 }\n",
+            "both `attempts`",
         ),
         (
-            "    command: x\n    idempotent: false\n    retry: { attempts: 1 }\n",
-            "requires `idempotent: true`",
+            "    command: x\n    idempotent: true\n    retry: { on: [crash] }\n",
+            "needs `max_attempts`",
+        ),
+        (
+            "    command: x\n    idempotent: true\n    retry: { max_attempts: 0 }\n",
+            "`retry.max_attempts` is 0",
+        ),
+        (
+            "    command: x\n    idempotent: true\n    retry: { max_attempts: 5 }\n",
+            "allowed 1 to 4 runs",
+        ),
+        (
+            "    command: x\n    idempotency: ''\n",
+            "`idempotency` is empty",
         ),
         (
             "    command: x\n    idempotent: true\n    retry: { attempts: 0 }\n",
@@ -627,7 +652,8 @@ fn cli_tool_validation_errors() {
         Some(RetryDecl {
             attempts: 3,
             on: vec![RetryOn::Crash],
-            backoff: Duration::from_secs(30)
+            backoff: Duration::from_secs(30),
+            inert: None,
         })
     );
 }
@@ -649,10 +675,10 @@ fn input_declaration_checks() {
             .contains("runners.r.outputs.n")
     );
     let p = ok(
-        "skill: s\nrun: { type: javascript, module: a.js, inputs: { n: { default: null, examples: [1] }, m: { type: integer, default: 2.0 } } }\n",
+        "skill: s\nrun: { type: javascript, module: a.js, inputs: { n: { type: json, default: null }, m: { type: integer, default: 2.0 } } }\n",
     );
     let inputs = &p.runners["default"].inputs;
-    assert_eq!(inputs["n"].ty, ValueType::Any);
+    assert_eq!(inputs["n"].ty, ValueType::Json);
     assert_eq!(inputs["n"].default, Some(Value::Null));
     assert!(!inputs["n"].required);
     assert_eq!(inputs["m"].default, Some(json!(2.0)));
@@ -749,4 +775,40 @@ fn a_javascript_runner_may_prefer_a_known_engine() {
         e.contains("`engine` applies only to javascript runners"),
         "{e}"
     );
+}
+
+#[test]
+fn receipt_signing_names_cannot_be_declared() {
+    for (list, name) in [
+        ("required", "RUNX_RECEIPT_SIGN_ED25519_SEED_BASE64"),
+        ("optional", "RUNX_RECEIPT_SIGN_KID"),
+        ("optional", "RUNX_RECEIPT_SIGN_ISSUER_TYPE"),
+        ("required", "runx_receipt_sign_ed25519_seed_base64"),
+    ] {
+        for kind in [
+            "type: javascript, module: a.js",
+            "type: cli-tool, command: ./t.sh",
+        ] {
+            let text =
+                format!("skill: s\nrun: {{ {kind}, environment: {{ {list}: [{name}] }} }}\n");
+            let e = err(&text);
+            assert!(
+                e.contains(&format!("`environment.{list}` names `{name}`"))
+                    && e.contains("receipt-signing material"),
+                "{e}"
+            );
+        }
+    }
+    // The verification key and the receipt directory are public and may be declared.
+    let p = ok(
+        "skill: s\nrun: { type: cli-tool, command: ./t.sh, environment: { optional: [RUNX_RECEIPT_VERIFY_KID, RUNX_RECEIPT_DIR] } }\n",
+    );
+    assert_eq!(p.runners["default"].environment.optional.len(), 2);
+}
+
+#[test]
+fn the_profile_digest_is_of_its_bytes() {
+    let text = "skill: s\nrun: { type: javascript, module: a.js }\n";
+    assert_eq!(ok(text).digest, crate::digest::sha256_hex(text.as_bytes()));
+    assert_ne!(ok(&format!("{text}# comment\n")).digest, ok(text).digest);
 }

@@ -1,4 +1,5 @@
-//! The rules for a runner's keys: from the raw YAML shape to a validated [`Runner`].
+//! The rules for a runner's keys: from the raw YAML shape to a validated [`Runner`], with the
+//! diagnostics of what loads but will not do what it seems to say.
 //!
 //! Messages name the key (`` `timeout_seconds` is 45; ... ``); the YAML reader adds the runner's
 //! key path and line. Limits are checked against their one definition in [`crate::limits`].
@@ -6,116 +7,63 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
-use serde::Deserialize;
+use serde_json::Value;
 
+use super::runner_map::{OneOrMany, RawArtifacts, RawEnv, RawPages, RawRetry, RawRunner};
+use super::template::{self, Piece};
 use super::{
-    CliToolRunner, EnvDecl, Framing, InputDecl, InputMode, JsRunner, OutputDecl, PagesDecl,
-    RESERVED_PAGE_INPUT, RetryDecl, RetryOn, Runner, RunnerKind, SUPPORTED_TYPES, ValueType,
+    ArtifactsDecl, CliToolRunner, Diagnostic, EnvDecl, Framing, InputDecl, InputMode, JsRunner,
+    PagesDecl, RESERVED_PAGE_INPUT, RetryDecl, RetryOn, Runner, RunnerKind, SUPPORTED_TYPES,
+    ValueType,
 };
 use crate::limits::{CLI_WALL, JS_WALL, LimitDef, PAGE_BYTES, RETRY_ATTEMPTS, RETRY_BACKOFF};
 
-/// Every runner key this runtime understands; unknown keys are ignored. The same shape is used
-/// for the nested `run:` block, whose keys are merged into the runner's.
-#[derive(Deserialize, Default)]
-pub(super) struct RawRunner {
-    #[serde(rename = "type")]
-    ty: Option<String>,
-    default: Option<bool>,
-    module: Option<String>,
-    export: Option<String>,
-    engine: Option<String>,
-    timeout_seconds: Option<u64>,
-    environment: Option<RawEnv>,
-    inputs: Option<BTreeMap<String, InputDecl>>,
-    outputs: Option<BTreeMap<String, OutputDecl>>,
-    pages: Option<RawPages>,
-    command: Option<String>,
-    args: Option<Vec<String>>,
-    cwd: Option<String>,
-    input_mode: Option<String>,
-    idempotent: Option<bool>,
-    retry: Option<RawRetry>,
-    run: Option<Box<RawRunner>>,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawEnv {
-    #[serde(default)]
-    required: Vec<String>,
-    #[serde(default)]
-    optional: Vec<String>,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawPages {
-    path_from: String,
-    path_scope_from: String,
-    media_type: Option<String>,
-    framing: Option<String>,
-    page_bytes: Option<u64>,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawRetry {
-    attempts: u32,
-    on: Option<Vec<String>>,
-    backoff_seconds: Option<u64>,
-}
-
-/// Merges the nested `run:` block into the runner, refusing a key given in both places.
+/// Merges the nested `run:`/`source:` block into the runner, refusing a key given in both
+/// places.
 fn merge_nested(mut outer: RawRunner) -> Result<RawRunner, String> {
-    let Some(inner) = outer.run.take() else {
+    let Some((block, inner)) = outer.nested.take() else {
         return Ok(outer);
     };
     let mut inner = *inner;
-    if inner.run.is_some() {
-        return Err("`run.run`: a nested `run:` block may not contain another `run:`".to_string());
-    }
-    fn take<T>(key: &str, outer: &mut Option<T>, inner: &mut Option<T>) -> Result<(), String> {
-        match (outer.is_some(), inner.is_some()) {
-            (true, true) => Err(format!(
-                "`{key}` is given both in `run:` and at the runner level; keep one"
-            )),
-            (false, true) => {
-                *outer = inner.take();
-                Ok(())
-            }
-            _ => Ok(()),
+    let take = |key: &str, both: bool| -> Result<(), String> {
+        if both {
+            Err(format!(
+                "`{key}` is given both in `{block}:` and at the runner level; keep one"
+            ))
+        } else {
+            Ok(())
         }
+    };
+    macro_rules! merge {
+        ($($field:ident => $key:literal),* $(,)?) => {$(
+            take($key, outer.$field.is_some() && inner.$field.is_some())?;
+            if outer.$field.is_none() {
+                outer.$field = inner.$field.take();
+            }
+        )*};
     }
-    take("type", &mut outer.ty, &mut inner.ty)?;
-    take("default", &mut outer.default, &mut inner.default)?;
-    take("module", &mut outer.module, &mut inner.module)?;
-    take("export", &mut outer.export, &mut inner.export)?;
-    take("engine", &mut outer.engine, &mut inner.engine)?;
-    take(
-        "timeout_seconds",
-        &mut outer.timeout_seconds,
-        &mut inner.timeout_seconds,
-    )?;
-    take(
-        "environment",
-        &mut outer.environment,
-        &mut inner.environment,
-    )?;
-    take("inputs", &mut outer.inputs, &mut inner.inputs)?;
-    take("outputs", &mut outer.outputs, &mut inner.outputs)?;
-    take("pages", &mut outer.pages, &mut inner.pages)?;
-    take("command", &mut outer.command, &mut inner.command)?;
-    take("args", &mut outer.args, &mut inner.args)?;
-    take("cwd", &mut outer.cwd, &mut inner.cwd)?;
-    take("input_mode", &mut outer.input_mode, &mut inner.input_mode)?;
-    take("idempotent", &mut outer.idempotent, &mut inner.idempotent)?;
-    take("retry", &mut outer.retry, &mut inner.retry)?;
+    merge!(
+        ty => "type", default => "default", module => "module", export => "export",
+        engine => "engine",
+        timeout_seconds => "timeout_seconds", environment => "environment", inputs => "inputs",
+        outputs => "outputs", pages => "pages", command => "command", args => "args",
+        cwd => "cwd", input_mode => "input_mode", idempotent => "idempotent", retry => "retry",
+        artifacts => "artifacts", examples => "examples", idempotency => "idempotency",
+    );
+    for (key, value) in inner.declared_only {
+        take(&key, outer.declared_only.contains_key(&key))?;
+        outer.declared_only.insert(key, value);
+    }
     Ok(outer)
 }
 
 /// Validates a runner's keys. Messages name the key; the YAML error adds the runner's path and
-/// line.
-pub(super) fn build_runner(name: &str, raw: RawRunner) -> Result<Runner, String> {
+/// line. What loads but will not do what it seems to say is added to `diagnostics`.
+pub(super) fn build_runner(
+    name: &str,
+    raw: RawRunner,
+    diagnostics: &mut Vec<Diagnostic>,
+) -> Result<Runner, String> {
     let mut raw = merge_nested(raw)?;
     let ty = raw.ty.take().ok_or_else(|| {
         format!("runner `{name}` has no `type:`; declare `type: javascript` or `type: cli-tool`")
@@ -128,10 +76,17 @@ pub(super) fn build_runner(name: &str, raw: RawRunner) -> Result<Runner, String>
             "`inputs.{RESERVED_PAGE_INPUT}` is reserved: the runtime passes page metadata under that name"
         ));
     }
+    let artifacts = raw.artifacts.take().map(build_artifacts).transpose()?;
+    let examples = raw.examples.take().unwrap_or_default();
+    let mut notes = Notes {
+        runner: name,
+        diagnostics,
+    };
     let default = raw.default.unwrap_or(false);
+    let mut declared_only = std::mem::take(&mut raw.declared_only);
     let (kind, timeout) = match ty.as_str() {
-        "javascript" => build_javascript(raw, &inputs)?,
-        "cli-tool" => build_cli_tool(raw)?,
+        "javascript" => build_javascript(raw, &inputs, &mut declared_only, &mut notes)?,
+        "cli-tool" => build_cli_tool(raw, &inputs, &environment, &mut notes)?,
         // Pass 1 routes every other string type to `OtherRunner`; reaching here means the type
         // was not a plain string there, which the typed field above would already have refused.
         other => {
@@ -140,7 +95,7 @@ pub(super) fn build_runner(name: &str, raw: RawRunner) -> Result<Runner, String>
             ));
         }
     };
-    Ok(Runner {
+    let runner = Runner {
         name: name.to_string(),
         default,
         kind,
@@ -148,7 +103,31 @@ pub(super) fn build_runner(name: &str, raw: RawRunner) -> Result<Runner, String>
         outputs,
         environment,
         timeout,
-    })
+        artifacts,
+        examples,
+        declared_only,
+    };
+    for (i, example) in runner.examples.iter().enumerate() {
+        crate::inputs::check_example(&runner, example)
+            .map_err(|e| format!("`examples[{i}]` does not match the runner's inputs: {e}"))?;
+    }
+    Ok(runner)
+}
+
+/// Where a runner's diagnostics go.
+struct Notes<'a> {
+    runner: &'a str,
+    diagnostics: &'a mut Vec<Diagnostic>,
+}
+
+impl Notes<'_> {
+    fn add(&mut self, key: impl Into<String>, message: impl Into<String>) {
+        self.diagnostics.push(Diagnostic {
+            runner: self.runner.to_string(),
+            key: key.into(),
+            message: message.into(),
+        });
+    }
 }
 
 /// Refuses a key that belongs to the other runner type.
@@ -165,6 +144,8 @@ fn forbid(key: &str, present: bool, only_for: &str, ty: &str) -> Result<(), Stri
 fn build_javascript(
     raw: RawRunner,
     inputs: &BTreeMap<String, InputDecl>,
+    declared_only: &mut BTreeMap<String, Value>,
+    notes: &mut Notes<'_>,
 ) -> Result<(RunnerKind, Duration), String> {
     let ty = "javascript";
     forbid("command", raw.command.is_some(), "cli-tool", ty)?;
@@ -172,7 +153,15 @@ fn build_javascript(
     forbid("cwd", raw.cwd.is_some(), "cli-tool", ty)?;
     forbid("input_mode", raw.input_mode.is_some(), "cli-tool", ty)?;
     forbid("idempotent", raw.idempotent.is_some(), "cli-tool", ty)?;
-    forbid("retry", raw.retry.is_some(), "cli-tool", ty)?;
+    if let Some(retry) = &raw.retry {
+        // runx packages declare retries on any runner; a javascript call is deterministic and
+        // the pool already runs it again on another worker if its worker dies.
+        declared_only.insert("retry".to_string(), retry.to_json());
+        notes.add(
+            "retry",
+            "inert: a javascript call is deterministic and is only repeated when its worker dies",
+        );
+    }
     let timeout = timeout_of(raw.timeout_seconds, &JS_WALL, ty)?;
     let module = raw.module.ok_or(
         "`module` is missing; a javascript runner names its ES module (`module: src/main.mjs`)",
@@ -206,7 +195,12 @@ fn check_engine(engine: &str) -> Result<(), String> {
     ))
 }
 
-fn build_cli_tool(raw: RawRunner) -> Result<(RunnerKind, Duration), String> {
+fn build_cli_tool(
+    raw: RawRunner,
+    inputs: &BTreeMap<String, InputDecl>,
+    environment: &EnvDecl,
+    notes: &mut Notes<'_>,
+) -> Result<(RunnerKind, Duration), String> {
     let ty = "cli-tool";
     forbid("module", raw.module.is_some(), "javascript", ty)?;
     forbid("export", raw.export.is_some(), "javascript", ty)?;
@@ -220,25 +214,127 @@ fn build_cli_tool(raw: RawRunner) -> Result<(RunnerKind, Duration), String> {
         return Err("`command` is empty; name the program to start".to_string());
     }
     let input_mode = match raw.input_mode.as_deref() {
-        None => InputMode::Closed,
+        None | Some("none") => InputMode::Closed,
+        Some("args") => InputMode::Args,
         Some("stdin") => InputMode::Stdin,
         Some(other) => {
             return Err(format!(
-                "`input_mode` is `{other}`; the only mode is `stdin` (omit it to close stdin without input)"
+                "`input_mode` is `{other}`; the modes are `stdin` (the input object as JSON on stdin), `args` and `none` (stdin closed without input)"
             ));
         }
     };
-    let idempotent = raw.idempotent.unwrap_or(false);
+    if let Some(key) = &raw.idempotency
+        && key.key().trim().is_empty()
+    {
+        return Err("`idempotency` is empty; give the idempotency key".to_string());
+    }
+    let idempotent = raw.idempotent.unwrap_or(false) || raw.idempotency.is_some();
     let retry = raw.retry.map(|r| build_retry(r, idempotent)).transpose()?;
+    if let Some(reason) = retry.as_ref().and_then(|r| r.inert.as_ref()) {
+        notes.add("retry", format!("inert: {reason}"));
+    }
+    let args = raw.args.unwrap_or_default();
+    check_templates(&args, inputs, environment, notes);
     let tool = CliToolRunner {
         command,
-        args: raw.args.unwrap_or_default(),
+        args,
         cwd: raw.cwd,
         input_mode,
         idempotent,
         retry,
     };
     Ok((RunnerKind::CliTool(tool), timeout))
+}
+
+/// Notes templates that name inputs or environment names the runner does not declare, and
+/// templates that cannot be read. They load (an undeclared input may still be given at run
+/// time), but a run fails when such an input is not given.
+fn check_templates(
+    args: &[String],
+    inputs: &BTreeMap<String, InputDecl>,
+    environment: &EnvDecl,
+    notes: &mut Notes<'_>,
+) {
+    for (i, arg) in args.iter().enumerate() {
+        let key = format!("args[{i}]");
+        let pieces = match template::pieces(arg) {
+            Ok(p) => p,
+            Err(e) => {
+                notes.add(&key, format!("{e}; every run will fail"));
+                continue;
+            }
+        };
+        for piece in pieces {
+            match piece {
+                Piece::Input(name) if !inputs.contains_key(name) => notes.add(
+                    &key,
+                    format!(
+                        "`{arg}` names input `{name}`, which the runner does not declare; a run without it fails"
+                    ),
+                ),
+                Piece::Env(name) if name != "RUNX_CWD" && !environment.declares(name) => notes
+                    .add(
+                        &key,
+                        format!(
+                            "`{arg}` names environment variable `{name}`, which the runner does not declare; every run will fail"
+                        ),
+                    ),
+                _ => {}
+            }
+        }
+    }
+}
+
+/// Checks an `artifacts:` block: names are non-empty, `packets` keys are `named_emits` keys,
+/// `packet` goes with `wrap_as`.
+fn build_artifacts(raw: RawArtifacts) -> Result<ArtifactsDecl, String> {
+    let emits = match raw.emits {
+        None => Vec::new(),
+        Some(OneOrMany::One(e)) => vec![e],
+        Some(OneOrMany::Many(e)) => e,
+    };
+    let named_emits = raw.named_emits.unwrap_or_default();
+    let packets = raw.packets.unwrap_or_default();
+    let empty = |what: &str| format!("`artifacts.{what}` holds an empty name");
+    if emits.iter().any(|e| e.trim().is_empty()) {
+        return Err(empty("emits"));
+    }
+    if named_emits
+        .iter()
+        .any(|(k, v)| k.trim().is_empty() || v.trim().is_empty())
+    {
+        return Err(empty("named_emits"));
+    }
+    if packets
+        .iter()
+        .any(|(k, v)| k.trim().is_empty() || v.trim().is_empty())
+    {
+        return Err(empty("packets"));
+    }
+    if let Some(field) = packets.keys().find(|k| !named_emits.contains_key(*k)) {
+        return Err(format!(
+            "`artifacts.packets.{field}` names no `artifacts.named_emits` entry; a packet describes a named emit"
+        ));
+    }
+    if raw.wrap_as.as_ref().is_some_and(|w| w.trim().is_empty()) {
+        return Err(empty("wrap_as"));
+    }
+    match (&raw.packet, &raw.wrap_as) {
+        (Some(p), _) if p.trim().is_empty() => return Err(empty("packet")),
+        (Some(p), None) => {
+            return Err(format!(
+                "`artifacts.packet: {p}` needs `artifacts.wrap_as`: the packet describes the wrapped result"
+            ));
+        }
+        _ => {}
+    }
+    Ok(ArtifactsDecl {
+        emits,
+        named_emits,
+        packets,
+        wrap_as: raw.wrap_as,
+        packet: raw.packet,
+    })
 }
 
 /// The declared `timeout_seconds` within the range of `wall` (a limit in milliseconds).
@@ -302,6 +398,12 @@ fn build_env(raw: Option<RawEnv>) -> Result<EnvDecl, String> {
                     "`environment.{list}` entry `{name}` is not an environment variable name ([A-Za-z_][A-Za-z0-9_]*)"
                 ));
             }
+            if crate::signing::is_signing_name(name) {
+                return Err(format!(
+                    "`environment.{list}` names `{name}`: receipt-signing material is never given to a runner (names starting with {} are refused)",
+                    crate::signing::SIGN_ENV_PREFIX
+                ));
+            }
             if !seen.insert(name.as_str()) {
                 return Err(format!(
                     "`environment` lists `{name}` more than once; name each variable once, as required or optional"
@@ -338,7 +440,10 @@ fn build_pages(raw: RawPages, inputs: &BTreeMap<String, InputDecl>) -> Result<Pa
             ));
         }
         if let Some(decl) = inputs.get(value.as_str())
-            && !matches!(decl.ty, ValueType::String | ValueType::Any)
+            && !matches!(
+                decl.ty,
+                ValueType::String | ValueType::Json | ValueType::Any
+            )
         {
             return Err(format!(
                 "`pages.{key}` names input `{value}`, which is declared `{}`; it must be a string",
@@ -386,19 +491,42 @@ fn build_pages(raw: RawPages, inputs: &BTreeMap<String, InputDecl>) -> Result<Pa
     })
 }
 
+/// Checks a retry policy. One that can never apply (the runner is not idempotent, or
+/// `max_attempts: 1`) is kept with the reason it is inert rather than refused: runx packages
+/// declare retries the way their other runtime reads them.
 fn build_retry(raw: RawRetry, idempotent: bool) -> Result<RetryDecl, String> {
-    if !idempotent {
-        return Err(
-            "`retry` requires `idempotent: true`: a retried command must be safe to run twice"
-                .to_string(),
-        );
-    }
-    if !(RETRY_ATTEMPTS.min..=RETRY_ATTEMPTS.max).contains(&u64::from(raw.attempts)) {
-        return Err(format!(
-            "`retry.attempts` is {}; allowed {} to {} additional runs",
-            raw.attempts, RETRY_ATTEMPTS.min, RETRY_ATTEMPTS.max
-        ));
-    }
+    let attempts = match (raw.attempts, raw.max_attempts) {
+        (Some(_), Some(_)) => {
+            return Err(
+                "`retry` gives both `attempts` (additional runs) and `max_attempts` (all runs); keep one"
+                    .to_string(),
+            );
+        }
+        (None, None) => {
+            return Err(
+                "`retry` needs `max_attempts` (all runs, the first included) or `attempts` (additional runs)"
+                    .to_string(),
+            );
+        }
+        (Some(a), None) => {
+            if !(RETRY_ATTEMPTS.min..=RETRY_ATTEMPTS.max).contains(&u64::from(a)) {
+                return Err(format!(
+                    "`retry.attempts` is {a}; allowed {} to {} additional runs",
+                    RETRY_ATTEMPTS.min, RETRY_ATTEMPTS.max
+                ));
+            }
+            a
+        }
+        (None, Some(m)) => {
+            let max = RETRY_ATTEMPTS.max + 1;
+            if !(1..=max).contains(&u64::from(m)) {
+                return Err(format!(
+                    "`retry.max_attempts` is {m}; allowed 1 to {max} runs, the first included"
+                ));
+            }
+            m - 1
+        }
+    };
     let on = match raw.on {
         None => vec![RetryOn::Crash],
         Some(list) => {
@@ -430,9 +558,20 @@ fn build_retry(raw: RawRetry, idempotent: bool) -> Result<RetryDecl, String> {
             "`retry.backoff_seconds` is {backoff}; allowed {min} to {max}"
         ));
     }
+    let inert = if !idempotent {
+        Some(
+            "the runner is not idempotent (declare `idempotent: true` or an `idempotency` key); a command that may have had effects is never run twice"
+                .to_string(),
+        )
+    } else if attempts == 0 {
+        Some("`max_attempts: 1` allows no run after the first".to_string())
+    } else {
+        None
+    };
     Ok(RetryDecl {
-        attempts: raw.attempts,
+        attempts,
         on,
         backoff: Duration::from_secs(backoff),
+        inert,
     })
 }

@@ -9,6 +9,7 @@ use crate::digest::digest;
 use crate::environment::host_value;
 use crate::failure::{FailureKind, RunError};
 use crate::limits::{self, CAPTURE_BYTES, CLI_WALL, KILL_GRACE};
+use crate::profile::template::{self, Piece};
 use crate::profile::{CliToolRunner, InputMode, RetryOn, Runner};
 use crate::receipt::{ProcessRecord, StreamRecord};
 use crate::subprocess::{self, Capture, ProcessOutcome, ProcessSpec, Termination};
@@ -49,7 +50,8 @@ fn prepare_and_run(
         .collect::<Result<Vec<_>, _>>()?;
     let cwd = working_directory(tool, runner, &step.profile.dir, step.workspace)?;
     // Dropping `files` removes the staged inputs, whatever happens next.
-    let (files, staged) = subprocess::stage_inputs(&step.inputs)?;
+    let (files, mut staged) = subprocess::stage_inputs(&step.inputs)?;
+    staged.extend(step.transport.iter().cloned());
     let env = subprocess::build_env(
         &host_value,
         &runner.environment,
@@ -68,7 +70,7 @@ fn prepare_and_run(
             serde_json::to_vec(&Value::Object(step.inputs.clone()))
                 .map_err(|e| RunError::internal("encode", e.to_string()))?,
         ),
-        InputMode::Closed => None,
+        InputMode::Closed | InputMode::Args => None,
     };
     let spec = ProcessSpec {
         program,
@@ -83,7 +85,9 @@ fn prepare_and_run(
     let (outcome, attempts) = run_with_retry(ctx, tool, &spec)?;
     drop(files);
     provenance.process = Some(process_record(&spec, &outcome, attempts));
-    conclude(tool, runner, &outcome)
+    let result = conclude(tool, runner, &outcome);
+    provenance.stderr = Some(outcome.stderr);
+    result
 }
 
 /// The working directory: the package directory, a path relative to it, or the workspace
@@ -109,16 +113,16 @@ fn working_directory(
     }
 }
 
-/// Runs the process, and again after a crash when the runner is idempotent, declares
-/// `retry: {on: [crash]}` and the crashed attempt wrote nothing to stdout.
+/// Runs the process, and again after a crash when the runner is idempotent, declares a retry
+/// that applies (`retry: {on: [crash]}` or `max_attempts` > 1) and the crashed attempt wrote
+/// nothing to stdout.
 fn run_with_retry(
     ctx: &RunContext<'_>,
     tool: &CliToolRunner,
     spec: &ProcessSpec,
 ) -> Result<(ProcessOutcome, u32), RunError> {
     let retry = tool
-        .retry
-        .as_ref()
+        .active_retry()
         .filter(|r| tool.idempotent && r.on.contains(&RetryOn::Crash));
     let mut attempts = 0u32;
     loop {
@@ -231,9 +235,9 @@ fn stdout_output(stdout: &[u8]) -> Value {
     }
 }
 
-/// Expands `{{input.NAME}}`, `{{input}}` and `{{env.NAME}}` in one argument. Only declared
-/// inputs and environment names (and `RUNX_CWD`) may be named; anything else fails before
-/// spawn.
+/// Expands the placeholders of one argument ([`template`]): an input given at run time, declared
+/// or not, gives its value (a declared input not given gives nothing); an input neither declared
+/// nor given, an undeclared environment name or a broken template fails before spawn.
 fn expand(
     arg: &str,
     runner: &Runner,
@@ -241,49 +245,36 @@ fn expand(
     env: &BTreeMap<String, String>,
     workspace: &Path,
 ) -> Result<String, RunError> {
-    let mut out = String::new();
-    let mut rest = arg;
     let bad = |m: String| RunError::new(FailureKind::Profile, "template", m);
-    while let Some(start) = rest.find("{{") {
-        out.push_str(&rest[..start]);
-        let after = &rest[start + 2..];
-        let Some(end) = after.find("}}") else {
-            return Err(bad(format!("argument `{arg}` has an unclosed `{{{{`")));
-        };
-        let key = after[..end].trim();
-        if let Some(name) = key.strip_prefix("input.") {
-            if !runner.inputs.contains_key(name) {
-                return Err(bad(format!(
-                    "argument `{arg}` names input `{name}`, which runner `{}` does not declare",
-                    runner.name
-                )));
-            }
-            match inputs.get(name) {
+    let mut out = String::new();
+    for piece in template::pieces(arg).map_err(bad)? {
+        match piece {
+            Piece::Text(text) => out.push_str(text),
+            Piece::Input(name) => match inputs.get(name) {
                 Some(Value::String(s)) => out.push_str(s),
-                Some(Value::Null) | None => {}
+                Some(Value::Null) => {}
                 Some(v) => out.push_str(&v.to_string()),
-            }
-        } else if key == "input" {
-            out.push_str(&Value::Object(inputs.clone()).to_string());
-        } else if let Some(name) = key.strip_prefix("env.") {
-            if name == "RUNX_CWD" {
-                out.push_str(&workspace.display().to_string());
-            } else if runner.environment.declares(name) {
+                None if runner.inputs.contains_key(name) => {}
+                None => {
+                    return Err(bad(format!(
+                        "argument `{arg}` names input `{name}`, which runner `{}` does not declare and the run was not given",
+                        runner.name
+                    )));
+                }
+            },
+            Piece::AllInputs => out.push_str(&Value::Object(inputs.clone()).to_string()),
+            Piece::Env("RUNX_CWD") => out.push_str(&workspace.display().to_string()),
+            Piece::Env(name) if runner.environment.declares(name) => {
                 out.push_str(env.get(name).map(String::as_str).unwrap_or(""));
-            } else {
+            }
+            Piece::Env(name) => {
                 return Err(bad(format!(
                     "argument `{arg}` names environment variable `{name}`, which runner `{}` does not declare",
                     runner.name
                 )));
             }
-        } else {
-            return Err(bad(format!(
-                "argument `{arg}` uses `{{{{{key}}}}}`; only `{{{{input.NAME}}}}`, `{{{{input}}}}` and `{{{{env.NAME}}}}` exist"
-            )));
         }
-        rest = &after[end + 2..];
     }
-    out.push_str(rest);
     Ok(out)
 }
 
@@ -298,5 +289,65 @@ fn quote(stderr: &str) -> String {
         String::new()
     } else {
         format!("; stderr ends with:\n{stderr}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::profile::parse;
+    use serde_json::json;
+
+    fn runner() -> Runner {
+        let p = parse(
+            "skill: s\nrun:\n  type: cli-tool\n  command: x\n  environment: { optional: [STAGE] }\n  inputs:\n    name: string\n    quiet: string\n",
+            Path::new("/pkg"),
+            Path::new("/pkg/X.yaml"),
+        )
+        .expect("profile");
+        p.runners["default"].clone()
+    }
+
+    fn expand_with(arg: &str, inputs: serde_json::Value) -> Result<String, RunError> {
+        let inputs = inputs.as_object().cloned().unwrap_or_default();
+        let env = BTreeMap::from([("STAGE".to_string(), "test".to_string())]);
+        expand(arg, &runner(), &inputs, &env, Path::new("/ws"))
+    }
+
+    #[test]
+    fn every_template_form() {
+        let got = expand_with(
+            "{{name}}|{{ name }}|{{input.name}}|{{quiet}}|{{extra}}|{{env.STAGE}}|{{env.RUNX_CWD}}|{{n}}",
+            json!({"name": "ada", "extra": [1], "n": 2}),
+        )
+        .expect("expands");
+        assert_eq!(got, "ada|ada|ada||[1]|test|/ws|2");
+        assert_eq!(
+            expand_with("{{input}}", json!({"a": null})).expect("expands"),
+            r#"{"a":null}"#
+        );
+    }
+
+    #[test]
+    fn values_are_never_expanded_again() {
+        let got =
+            expand_with("{{name}}", json!({"name": "{{env.STAGE}} {{quiet}}"})).expect("expands");
+        assert_eq!(got, "{{env.STAGE}} {{quiet}}");
+    }
+
+    #[test]
+    fn unknown_names_fail_before_spawn() {
+        for (arg, want) in [
+            ("{{extra}}", "does not declare and the run was not given"),
+            ("{{env.HOME}}", "environment variable `HOME`"),
+            ("{{name", "unclosed"),
+        ] {
+            let e = expand_with(arg, json!({})).expect_err(arg);
+            assert_eq!(
+                (e.kind, e.code.as_str()),
+                (FailureKind::Profile, "template")
+            );
+            assert!(e.message.contains(want), "{arg}: {e}");
+        }
     }
 }

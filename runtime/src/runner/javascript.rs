@@ -28,7 +28,10 @@ pub(crate) fn run(ctx: &RunContext<'_>, step: Step<'_>, js: &JsRunner) -> Ran {
     };
     let limits = limits::worker_limits(step.runner);
     let engine = match ctx.workers.engine_for(step.runner, js.engine.as_deref()) {
-        Ok(engine) => engine,
+        Ok(engine) => {
+            provenance.engine = Some(engine.clone());
+            engine
+        }
         Err(e) => {
             return Ran {
                 result: Err(e),

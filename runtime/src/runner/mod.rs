@@ -20,6 +20,7 @@ use crate::limits::AppliedLimits;
 use crate::profile::{Profile, Runner};
 use crate::progress::ProgressSink;
 use crate::receipt::{ArtifactProvenance, ProcessRecord};
+use crate::subprocess::Capture;
 use crate::workers::Workers;
 use runx_worker::engine::ConsoleLog;
 use serde_json::{Map, Value};
@@ -39,6 +40,9 @@ pub(crate) struct Step<'a> {
     pub progress: Option<&'a ProgressSink>,
     /// The artifact path and scope of a paged runner, read from the inputs.
     pub page_source: Option<PageSource>,
+    /// Runtime variables a cli-tool child receives besides its inputs (`RUNX_RECEIPT_DIR`, the
+    /// receipt verification key).
+    pub transport: Vec<(String, String)>,
 }
 
 /// What the runtime lends a runner: its workers, its cancellation and its identity.
@@ -61,6 +65,8 @@ pub(crate) struct Provenance {
     pub input_digest: Option<String>,
     /// Digest of the module bundle of a javascript runner.
     pub bundle_digest: Option<String>,
+    /// The engine a javascript runner ran on.
+    pub engine: Option<String>,
     /// Every limit that applied.
     pub limits: AppliedLimits,
     /// Where the records of a paged run came from.
@@ -69,6 +75,8 @@ pub(crate) struct Provenance {
     pub process: Option<ProcessRecord>,
     /// Console output of javascript calls.
     pub log: ConsoleLog,
+    /// What a cli-tool wrote to stderr (its kept prefix and full count).
+    pub stderr: Option<Capture>,
 }
 
 /// What a runner did: its result and its provenance.

@@ -163,3 +163,17 @@ fn a_page_by_descriptor_without_a_channel_is_refused() {
         replies[0]
     );
 }
+
+#[test]
+fn engine_versions_are_reported_for_built_engines_only() {
+    let quickjs = runx_worker::serve::engine_version("quickjs").unwrap();
+    // QuickJS-ng spells its release `MAJOR.MINOR.PATCH`.
+    let parts: Vec<&str> = quickjs.split('.').collect();
+    assert_eq!(parts.len(), 3, "{quickjs}");
+    assert!(parts.iter().all(|p| p.parse::<u32>().is_ok()), "{quickjs}");
+    assert_eq!(runx_worker::serve::engine_version("spidermonkey"), None);
+    assert_eq!(
+        runx_worker::serve::engine_version("v8").is_some(),
+        cfg!(feature = "v8")
+    );
+}

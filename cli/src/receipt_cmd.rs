@@ -1,0 +1,379 @@
+//! Receipt keys on the command line (`--sign-key`, `--require-signed`), and `runx receipt
+//! verify` / `runx receipt show`.
+
+use runx_runtime::limits::{self, CATALOGUE};
+use runx_runtime::signing::{self, KeyError, Signer, VerifyKey};
+use runx_runtime::verification::{self, Verdict};
+use runx_runtime::{FailureKind, RunError};
+use serde_json::{Value, json};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+/// Exit code for usage errors.
+const EXIT_USAGE: u8 = 64;
+
+/// How the receipts of a run are signed.
+#[derive(clap::Args, Clone, Debug, Default)]
+pub struct SignArgs {
+    /// Sign receipts with the key in FILE: `NAME=VALUE` lines for RUNX_RECEIPT_SIGN_KID,
+    /// RUNX_RECEIPT_SIGN_ED25519_SEED_BASE64 and RUNX_RECEIPT_SIGN_ISSUER_TYPE (mode 600).
+    /// Without it, those environment variables are read.
+    #[arg(long, value_name = "FILE")]
+    sign_key: Option<PathBuf>,
+    /// Refuse to run without a signing key (also RUNX_RECEIPT_REQUIRE_SIGNED=1).
+    #[arg(long)]
+    require_signed: bool,
+}
+
+/// The receipt keys of a run, resolved before anything runs.
+#[derive(Debug, Default)]
+pub struct Keys {
+    /// Signs every receipt.
+    pub signer: Option<Signer>,
+    /// Given to cli-tool children (else the signer's public half).
+    pub verify: Option<VerifyKey>,
+}
+
+/// Resolves the keys `args` and the environment configure. Half a key, a malformed value, or
+/// no key under `--require-signed` is a usage error; messages never quote a seed.
+pub fn keys(args: &SignArgs) -> Result<Keys, RunError> {
+    let signer = match &args.sign_key {
+        Some(file) => Some(Signer::from_file(file).map_err(|e| usage("signing_key", &e))?),
+        None => Signer::from_env().map_err(|e| usage("signing_key", &e))?,
+    };
+    let verify = VerifyKey::from_env().map_err(|e| usage("verification_key", &e))?;
+    let required = args.require_signed
+        || signing::require_signed_from_env().map_err(|e| usage("require_signed", &e))?;
+    if required && signer.is_none() {
+        return Err(RunError::new(
+            FailureKind::Usage,
+            "unsigned",
+            format!(
+                "signed receipts are required (--require-signed or {}) but no signing key is configured; set {}, {} and {}, or pass --sign-key FILE",
+                signing::REQUIRE_SIGNED_ENV,
+                signing::SIGN_KID_ENV,
+                signing::SIGN_SEED_ENV,
+                signing::SIGN_ISSUER_TYPE_ENV
+            ),
+        ));
+    }
+    if signer.is_some() {
+        signing::guard_process();
+    }
+    Ok(Keys { signer, verify })
+}
+
+fn usage(code: &str, e: &KeyError) -> RunError {
+    RunError::new(FailureKind::Usage, code, e.to_string())
+}
+
+#[derive(clap::Subcommand)]
+pub enum ReceiptCommand {
+    /// Check receipts offline: canonical body digest, signature, schema (and for a harness
+    /// receipt, every case receipt beside it). Exits 0 only if every receipt verifies.
+    Verify(VerifyArgs),
+    /// Print a receipt for a person (not a verification: use `runx receipt verify`).
+    Show(ShowArgs),
+}
+
+#[derive(clap::Args)]
+pub struct VerifyArgs {
+    /// Receipt files, or directories whose `*.json` files are receipts.
+    #[arg(required = true, value_name = "FILE|DIR")]
+    paths: Vec<PathBuf>,
+    /// The verification key: a file of `NAME=VALUE` lines for RUNX_RECEIPT_VERIFY_KID and
+    /// RUNX_RECEIPT_VERIFY_ED25519_PUBLIC_KEY_BASE64. Without it those environment variables
+    /// are read, and then the public half of a configured signing key.
+    #[arg(long, value_name = "FILE")]
+    public_key: Option<PathBuf>,
+    /// Print one JSON object on stdout.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(clap::Args)]
+pub struct ShowArgs {
+    /// The receipt file.
+    file: PathBuf,
+}
+
+/// Runs `runx receipt ...`.
+pub fn run(command: ReceiptCommand) -> ExitCode {
+    match command {
+        ReceiptCommand::Verify(args) => verify(&args),
+        ReceiptCommand::Show(args) => show(&args.file),
+    }
+}
+
+fn verification_key(args: &VerifyArgs) -> Result<VerifyKey, KeyError> {
+    if let Some(file) = &args.public_key {
+        return VerifyKey::from_file(file);
+    }
+    if let Some(key) = VerifyKey::from_env()? {
+        return Ok(key);
+    }
+    match Signer::from_env()? {
+        Some(signer) => Ok(signer.verify_key()),
+        None => Err(KeyError::Malformed {
+            name: signing::VERIFY_KID_ENV,
+            problem: format!(
+                "is not set: verifying needs a key; set it and {}, or pass --public-key FILE",
+                signing::VERIFY_PUBLIC_KEY_ENV
+            ),
+        }),
+    }
+}
+
+fn verify(args: &VerifyArgs) -> ExitCode {
+    let key = match verification_key(args) {
+        Ok(k) => k,
+        Err(e) => {
+            eprintln!("runx: {e}");
+            if args.json {
+                println!("{}", json!({"status": "usage", "error": e.to_string()}));
+            }
+            return ExitCode::from(EXIT_USAGE);
+        }
+    };
+    let (files, mut verdicts) = verification::expand(&args.paths);
+    verdicts.extend(files.iter().map(|f| verification::verify_file(f, &key)));
+    if verdicts.is_empty() {
+        let message = "no receipts: the directories named hold no *.json files";
+        eprintln!("runx: {message}");
+        if args.json {
+            println!(
+                "{}",
+                json!({"status": "failed", "verified": 0, "failed": 0, "receipts": [], "error": message})
+            );
+        }
+        return ExitCode::from(1);
+    }
+    let verified = verdicts.iter().filter(|v| v.verified()).count();
+    let failed = verdicts.len() - verified;
+    if args.json {
+        let receipts: Vec<Value> = verdicts.iter().map(verdict_json).collect();
+        println!(
+            "{}",
+            json!({
+                "status": if failed == 0 { "verified" } else { "failed" },
+                "verified": verified,
+                "failed": failed,
+                "receipts": receipts,
+            })
+        );
+    } else {
+        for v in &verdicts {
+            print_verdict(v, key.kid());
+        }
+        println!("{verified} verified, {failed} failed");
+    }
+    ExitCode::from(if failed == 0 { 0 } else { 1 })
+}
+
+fn verdict_json(v: &Verdict) -> Value {
+    json!({
+        "path": v.path.display().to_string(),
+        "status": if v.verified() { "verified" } else { "failed" },
+        "schema": v.schema,
+        "body_digest": v.body_digest,
+        "kid": v.kid,
+        "cases": v.cases,
+        "check": v.problem.as_ref().map(|p| p.check.name()),
+        "message": v.problem.as_ref().map(|p| p.message.clone()),
+    })
+}
+
+fn print_verdict(v: &Verdict, kid: &str) {
+    let path = v.path.display();
+    match &v.problem {
+        None => {
+            let cases = if v.cases.is_empty() {
+                String::new()
+            } else {
+                format!(", {} case receipts", v.cases.len())
+            };
+            println!(
+                "OK   {path} ({}, signed by `{kid}`{cases})",
+                v.schema.as_deref().unwrap_or("?")
+            );
+        }
+        Some(p) => println!("FAIL {path}: {}: {}", p.check.name(), p.message),
+    }
+}
+
+fn show(file: &Path) -> ExitCode {
+    let doc = match verification::read(file) {
+        Ok(d) => d,
+        Err(p) => {
+            eprintln!("runx: {}: {}", file.display(), p.message);
+            return ExitCode::from(1);
+        }
+    };
+    println!("receipt    {}", file.display());
+    match doc.get("schema").and_then(Value::as_str) {
+        Some(runx_runtime::harness::HARNESS_RECEIPT_SCHEMA) => show_harness(&doc),
+        _ => show_run(&doc),
+    }
+    show_signature(&doc);
+    ExitCode::SUCCESS
+}
+
+/// A string field, or `-`, with control characters escaped: a receipt is a file anyone may
+/// have written, and it must not rewrite the reader's terminal.
+fn text(doc: &Value, pointer: &str) -> String {
+    terminal_safe(doc.pointer(pointer).and_then(Value::as_str).unwrap_or("-"))
+}
+
+fn terminal_safe(s: &str) -> String {
+    s.chars()
+        .flat_map(|c| {
+            let escaped: Vec<char> = if c.is_control() {
+                c.escape_default().collect()
+            } else {
+                vec![c]
+            };
+            escaped
+        })
+        .collect()
+}
+
+fn number(doc: &Value, pointer: &str) -> String {
+    doc.pointer(pointer)
+        .and_then(Value::as_u64)
+        .map_or_else(|| "-".to_string(), |n| n.to_string())
+}
+
+fn show_run(doc: &Value) {
+    println!("schema     {}", text(doc, "/schema"));
+    match doc.get("failure").filter(|f| f.is_object()) {
+        Some(f) => println!(
+            "status     {} ({}/{}: {})",
+            text(doc, "/status"),
+            text(f, "/kind"),
+            text(f, "/code"),
+            text(f, "/message")
+        ),
+        None => println!("status     {}", text(doc, "/status")),
+    }
+    println!(
+        "skill      {} {}",
+        text(doc, "/skill"),
+        text(doc, "/version")
+    );
+    println!(
+        "runner     {} ({})",
+        text(doc, "/runner"),
+        text(doc, "/runner_type")
+    );
+    match doc.get("engine").filter(|e| e.is_object()) {
+        Some(e) => println!("engine     {} {}", text(e, "/name"), text(e, "/version")),
+        None => println!("engine     -"),
+    }
+    println!("runx       {}", text(doc, "/runx_version"));
+    println!(
+        "started    {} ms after the Unix epoch",
+        number(doc, "/started_at_ms")
+    );
+    println!("duration   {} ms", number(doc, "/duration_ms"));
+    println!("digests");
+    for (label, field) in [
+        ("profile", "profile_digest"),
+        ("bundle", "bundle_digest"),
+        ("input", "input_digest"),
+        ("output", "output_digest"),
+        ("body", "body_digest"),
+    ] {
+        println!("  {label:<9}{}", text(doc, &format!("/{field}")));
+    }
+    if let Some(a) = doc.get("artifact").filter(|a| a.is_object()) {
+        println!(
+            "artifact   {} ({} bytes, {} pages{})",
+            text(a, "/whole_digest"),
+            number(a, "/artifact_bytes"),
+            number(a, "/page_count"),
+            if a.get("finished") == Some(&Value::Bool(true)) {
+                ", finished"
+            } else {
+                ", not finished"
+            }
+        );
+    }
+    if let Some(p) = doc.get("process").filter(|p| p.is_object()) {
+        let ending = match (
+            p.get("exit_code").and_then(Value::as_i64),
+            p.get("signal").and_then(Value::as_i64),
+        ) {
+            (Some(code), _) => format!("exit {code}"),
+            (None, Some(sig)) => format!("signal {sig}"),
+            _ => "no exit".to_string(),
+        };
+        println!(
+            "process    {} ({ending}, {} attempts, stdout {})",
+            text(p, "/command"),
+            number(p, "/attempts"),
+            text(p, "/stdout/sha256")
+        );
+    }
+    println!("limits");
+    if let Some(limits) = doc.get("limits").and_then(Value::as_object) {
+        for (name, value) in limits {
+            let shown = match (CATALOGUE.iter().find(|d| d.name == name), value.as_u64()) {
+                (Some(def), Some(v)) => limits::human(def, v),
+                _ => terminal_safe(&value.to_string()),
+            };
+            println!("  {:<27}{shown}", terminal_safe(name));
+        }
+    }
+}
+
+fn show_harness(doc: &Value) {
+    println!("schema     {}", text(doc, "/schema"));
+    println!(
+        "status     {} ({} passed, {} failed of {} cases)",
+        text(doc, "/status"),
+        number(doc, "/passed"),
+        number(doc, "/failed"),
+        number(doc, "/case_count")
+    );
+    println!(
+        "engine     {} {}",
+        text(doc, "/engine/name"),
+        text(doc, "/engine/version")
+    );
+    println!("runx       {}", text(doc, "/runx_version"));
+    println!("duration   {} ms", number(doc, "/duration_ms"));
+    println!("body       {}", text(doc, "/body_digest"));
+    println!("cases");
+    for case in doc
+        .get("cases")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
+        println!(
+            "  {} {}/{}: {} {}",
+            if case.get("passed") == Some(&Value::Bool(true)) {
+                "PASS"
+            } else {
+                "FAIL"
+            },
+            text(case, "/package"),
+            text(case, "/case"),
+            text(case, "/receipt"),
+            text(case, "/receipt_digest")
+        );
+    }
+}
+
+fn show_signature(doc: &Value) {
+    match doc.get("signature").filter(|s| s.is_object()) {
+        Some(s) => println!(
+            "signature  {} by key `{}` ({}), public key {} (not checked here: run `runx receipt verify`)",
+            text(s, "/alg"),
+            text(s, "/kid"),
+            text(s, "/issuer_type"),
+            text(s, "/public_key_sha256")
+        ),
+        None => println!("signature  unsigned"),
+    }
+}

@@ -1,0 +1,746 @@
+//! Signed receipts: signing from the environment or a key file, `runx receipt verify` and
+//! `show`, keys given half, harness receipts, and the signing seed staying out of every
+//! child, worker, log and receipt.
+
+use super::*;
+use runx_runtime::digest::sha256_hex;
+use serde_json::json;
+use std::os::unix::fs::PermissionsExt;
+
+/// The raw 32-byte seed of the test key; its base64 spellings must never appear anywhere.
+const SEED_RAW: &[u8; 32] = b"runx-test-seed-0123456789abcdef!";
+const SEED: &str = "cnVueC10ZXN0LXNlZWQtMDEyMzQ1Njc4OWFiY2RlZiE=";
+const SEED_URL_SAFE: &str = "cnVueC10ZXN0LXNlZWQtMDEyMzQ1Njc4OWFiY2RlZiE";
+const KID: &str = "test-key-1";
+
+fn sign_env() -> Vec<(&'static str, &'static str)> {
+    vec![
+        ("RUNX_RECEIPT_SIGN_KID", KID),
+        ("RUNX_RECEIPT_SIGN_ED25519_SEED_BASE64", SEED),
+        ("RUNX_RECEIPT_SIGN_ISSUER_TYPE", "ci"),
+    ]
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// Runs `imports` signed in a fresh workspace; returns the workspace and the receipt path.
+fn signed_run() -> (tempfile::TempDir, PathBuf) {
+    let (ws, _) = workspace_with("imports");
+    let (v, code) = json_in(
+        ws.path(),
+        &["skill", "pkg", "-i", "values=[2,3,5]"],
+        &sign_env(),
+    );
+    assert_eq!(code, 0, "{v}");
+    let receipt = PathBuf::from(v["receipt"].as_str().unwrap());
+    (ws, receipt)
+}
+
+fn read_json(path: &Path) -> Value {
+    serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap()
+}
+
+fn verify(cwd: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
+    let mut all = vec!["receipt", "verify"];
+    all.extend_from_slice(args);
+    run_in(cwd, &all, env)
+}
+
+#[test]
+fn a_signed_receipt_records_the_run_and_verifies() {
+    let (ws, path) = signed_run();
+    let r = read_json(&path);
+    let profile = std::fs::read(ws.path().join("pkg/X.yaml")).unwrap();
+    assert_eq!(r["profile_digest"], json!(sha256_hex(&profile)));
+    assert_eq!(r["runx_version"], json!(env!("CARGO_PKG_VERSION")));
+    assert_eq!(r["engine"]["name"], "quickjs");
+    assert!(
+        r["engine"]["version"].as_str().unwrap().contains('.'),
+        "{r}"
+    );
+    assert!(r["bundle_digest"].as_str().unwrap().starts_with("sha256:"));
+    assert!(r["limits"]["heap_bytes"].as_u64().is_some());
+    assert!(r["body_digest"].as_str().unwrap().starts_with("sha256:"));
+    assert_eq!(r["signature"]["alg"], "Ed25519");
+    assert_eq!(r["signature"]["kid"], KID);
+    assert_eq!(r["signature"]["issuer_type"], "ci");
+    assert!(
+        r["signature"]["value"]
+            .as_str()
+            .unwrap()
+            .starts_with("base64:")
+    );
+
+    // With the signing key configured, its public half verifies.
+    let out = verify(ws.path(), &[path.to_str().unwrap()], &sign_env());
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}{}",
+        stdout(&out),
+        stderr(&out)
+    );
+    assert!(
+        stdout(&out).ends_with("1 verified, 0 failed\n"),
+        "{}",
+        stdout(&out)
+    );
+    // So does the verification key alone, from the environment or from a file.
+    let public = public_key();
+    let verify_env = [
+        ("RUNX_RECEIPT_VERIFY_KID", KID),
+        (
+            "RUNX_RECEIPT_VERIFY_ED25519_PUBLIC_KEY_BASE64",
+            public.as_str(),
+        ),
+    ];
+    let out = verify(ws.path(), &[".runx/receipts", "--json"], &verify_env);
+    assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
+    let report: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(report["status"], "verified");
+    assert_eq!(report["receipts"][0]["kid"], KID);
+    assert_eq!(report["receipts"][0]["check"], Value::Null);
+    let key_file = ws.path().join("public.env");
+    std::fs::write(
+        &key_file,
+        format!(
+            "RUNX_RECEIPT_VERIFY_KID={KID}\nRUNX_RECEIPT_VERIFY_ED25519_PUBLIC_KEY_BASE64={public}\n"
+        ),
+    )
+    .unwrap();
+    let out = verify(
+        ws.path(),
+        &[path.to_str().unwrap(), "--public-key", "public.env"],
+        &[],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
+
+    // `show` prints it for a person.
+    let out = run_in(ws.path(), &["receipt", "show", path.to_str().unwrap()], &[]);
+    assert_eq!(out.status.code(), Some(0));
+    let text = stdout(&out);
+    for expect in [
+        "status     sealed",
+        "skill      imports 0.1.0",
+        "runner     default (javascript)",
+        "engine     quickjs ",
+        "  profile  sha256:",
+        "  bundle   sha256:",
+        "  input    sha256:",
+        "  output   sha256:",
+        "  heap_bytes                 64 MiB",
+        "duration   ",
+        &format!("signature  Ed25519 by key `{KID}` (ci)"),
+    ] {
+        assert!(text.contains(expect), "{expect}: {text}");
+    }
+}
+
+/// The standard base64 public key of the test key, as `runx` itself reports it to a child.
+fn public_key() -> String {
+    let key = runx_runtime::signing::Signer::new(KID, SEED, "ci").unwrap();
+    key.verify_key().public_key_base64()
+}
+
+/// An edit of a receipt document.
+type Change = fn(&mut Value);
+
+#[test]
+fn changing_the_body_the_signature_or_the_key_id_fails_and_says_which() {
+    let (ws, path) = signed_run();
+    let original = read_json(&path);
+    let cases: [(&str, Change, &str, &str); 5] = [
+        (
+            "body",
+            |r| r["output_digest"] = json!(sha256_hex(b"forged")),
+            "body",
+            "the body was changed",
+        ),
+        (
+            "status",
+            |r| {
+                r["status"] = json!("failure");
+                r["failure"] = json!({"kind": "exit", "code": "exit_1", "message": "x"});
+            },
+            "body",
+            "the body was changed",
+        ),
+        (
+            "signature",
+            |r| {
+                // One character in the middle: the last one also carries padding bits.
+                let mut v = r["signature"]["value"]
+                    .as_str()
+                    .unwrap()
+                    .as_bytes()
+                    .to_vec();
+                v[20] = if v[20] == b'A' { b'B' } else { b'A' };
+                r["signature"]["value"] = json!(String::from_utf8(v).unwrap());
+            },
+            "signature",
+            "does not verify",
+        ),
+        (
+            "key id",
+            |r| r["signature"]["kid"] = json!("someone-else"),
+            "key_id",
+            "key id `someone-else` is not the verification key's id",
+        ),
+        (
+            "unsigned",
+            |r| r["signature"] = Value::Null,
+            "unsigned",
+            "unsigned",
+        ),
+    ];
+    for (what, change, check, message) in cases {
+        let mut r = original.clone();
+        change(&mut r);
+        std::fs::write(&path, serde_json::to_vec_pretty(&r).unwrap()).unwrap();
+        let out = verify(ws.path(), &[path.to_str().unwrap()], &sign_env());
+        assert_eq!(out.status.code(), Some(1), "{what}: {}", stdout(&out));
+        let text = stdout(&out);
+        assert!(
+            text.contains(&format!("FAIL {}: {check}: ", path.display())),
+            "{what}: {text}"
+        );
+        assert!(text.contains(message), "{what}: {text}");
+        assert!(text.ends_with("0 verified, 1 failed\n"), "{what}: {text}");
+        let out = verify(ws.path(), &[path.to_str().unwrap(), "--json"], &sign_env());
+        let report: Value = serde_json::from_str(&stdout(&out)).unwrap();
+        assert_eq!(report["status"], "failed");
+        assert_eq!(report["receipts"][0]["check"], check, "{what}");
+    }
+    // A byte of the file changed by hand, in place.
+    std::fs::write(&path, serde_json::to_vec_pretty(&original).unwrap()).unwrap();
+    let text = std::fs::read_to_string(&path).unwrap();
+    std::fs::write(&path, text.replacen("\"imports\"", "\"imp0rts\"", 1)).unwrap();
+    let out = verify(ws.path(), &[path.to_str().unwrap()], &sign_env());
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stdout(&out).contains(": body: the body was changed"),
+        "{}",
+        stdout(&out)
+    );
+
+    // Another key under the same id.
+    std::fs::write(&path, serde_json::to_vec_pretty(&original).unwrap()).unwrap();
+    let other = [
+        ("RUNX_RECEIPT_VERIFY_KID", KID),
+        (
+            "RUNX_RECEIPT_VERIFY_ED25519_PUBLIC_KEY_BASE64",
+            "11qYAYKxCrfVS/7TyWQHOg7hcvPapiMlrwIaaPcHURo=",
+        ),
+    ];
+    let out = verify(ws.path(), &[path.to_str().unwrap()], &other);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stdout(&out).contains(": public_key: "), "{}", stdout(&out));
+}
+
+#[test]
+fn verify_needs_a_key_and_something_to_verify() {
+    let (ws, path) = signed_run();
+    let out = verify(ws.path(), &[path.to_str().unwrap()], &[]);
+    assert_eq!(out.status.code(), Some(64), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("RUNX_RECEIPT_VERIFY_KID"),
+        "{}",
+        stderr(&out)
+    );
+    let out = verify(
+        ws.path(),
+        &[path.to_str().unwrap()],
+        &[("RUNX_RECEIPT_VERIFY_KID", KID)],
+    );
+    assert_eq!(out.status.code(), Some(64), "{}", stderr(&out));
+    assert!(stderr(&out).contains("incomplete"), "{}", stderr(&out));
+    std::fs::create_dir(ws.path().join("empty")).unwrap();
+    let out = verify(ws.path(), &["empty"], &sign_env());
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stderr(&out).contains("no receipts"), "{}", stderr(&out));
+    let out = verify(ws.path(), &["absent.json"], &sign_env());
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stdout(&out).contains("FAIL absent.json: file: "),
+        "{}",
+        stdout(&out)
+    );
+}
+
+#[test]
+fn keys_given_half_are_refused_before_anything_runs() {
+    let (ws, _) = workspace_with("imports");
+    let cases: Vec<(Vec<(&str, &str)>, &str)> = vec![
+        (
+            vec![("RUNX_RECEIPT_SIGN_KID", KID)],
+            "RUNX_RECEIPT_SIGN_ED25519_SEED_BASE64",
+        ),
+        (
+            vec![("RUNX_RECEIPT_SIGN_ED25519_SEED_BASE64", SEED)],
+            "RUNX_RECEIPT_SIGN_KID",
+        ),
+        (
+            vec![
+                ("RUNX_RECEIPT_SIGN_KID", KID),
+                ("RUNX_RECEIPT_SIGN_ED25519_SEED_BASE64", SEED),
+            ],
+            "but RUNX_RECEIPT_SIGN_ISSUER_TYPE not",
+        ),
+        (
+            vec![
+                ("RUNX_RECEIPT_SIGN_KID", KID),
+                ("RUNX_RECEIPT_SIGN_ED25519_SEED_BASE64", "bm90LTMyLWJ5dGVz"),
+                ("RUNX_RECEIPT_SIGN_ISSUER_TYPE", "ci"),
+            ],
+            "decodes to 12 bytes",
+        ),
+        (
+            vec![
+                ("RUNX_RECEIPT_SIGN_KID", KID),
+                ("RUNX_RECEIPT_SIGN_ED25519_SEED_BASE64", SEED),
+                ("RUNX_RECEIPT_SIGN_ISSUER_TYPE", "local"),
+            ],
+            "`hosted` or `ci`",
+        ),
+        (
+            vec![("RUNX_RECEIPT_VERIFY_KID", KID)],
+            "RUNX_RECEIPT_VERIFY_ED25519_PUBLIC_KEY_BASE64",
+        ),
+        (vec![("RUNX_RECEIPT_REQUIRE_SIGNED", "1")], "no signing key"),
+        (
+            vec![("RUNX_RECEIPT_REQUIRE_SIGNED", "maybe")],
+            "RUNX_RECEIPT_REQUIRE_SIGNED",
+        ),
+    ];
+    for (env, expect) in cases {
+        for command in [
+            &["skill", "pkg", "-i", "values=[1]"][..],
+            &["harness", "pkg"][..],
+        ] {
+            let out = run_in(ws.path(), command, &env);
+            let err = stderr(&out);
+            assert_eq!(out.status.code(), Some(64), "{env:?} {command:?}: {err}");
+            assert!(err.contains(expect), "{env:?}: {err}");
+            assert!(
+                !err.contains(SEED) && !err.contains("bm90LTMyLWJ5dGVz"),
+                "{err}"
+            );
+            assert!(
+                !ws.path().join(".runx").exists(),
+                "{env:?} {command:?}: something ran"
+            );
+        }
+    }
+    let (v, code) = json_in(ws.path(), &["skill", "pkg", "--require-signed"], &[]);
+    assert_eq!(code, 64);
+    assert_eq!(v["error"]["kind"], "usage");
+    assert_eq!(v["error"]["code"], "unsigned");
+    let (v, code) = json_in(
+        ws.path(),
+        &["skill", "pkg"],
+        &[("RUNX_RECEIPT_SIGN_KID", KID)],
+    );
+    assert_eq!(code, 64);
+    assert_eq!(v["error"]["code"], "signing_key");
+    assert!(!ws.path().join(".runx").exists());
+
+    // A key file readable by others is refused; a private one signs.
+    let keys = tempfile::tempdir().unwrap();
+    let file = keys.path().join("sign.env");
+    std::fs::write(
+        &file,
+        format!(
+            "RUNX_RECEIPT_SIGN_KID={KID}\nRUNX_RECEIPT_SIGN_ED25519_SEED_BASE64={SEED}\nRUNX_RECEIPT_SIGN_ISSUER_TYPE=hosted\n"
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let key = file.to_str().unwrap();
+    let out = run_in(ws.path(), &["skill", "pkg", "--sign-key", key], &[]);
+    assert_eq!(out.status.code(), Some(64));
+    assert!(stderr(&out).contains("chmod 600"), "{}", stderr(&out));
+    std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let (v, code) = json_in(
+        ws.path(),
+        &["skill", "pkg", "--sign-key", key, "--require-signed"],
+        &[],
+    );
+    assert_eq!(code, 0, "{v}");
+    let r = read_json(Path::new(v["receipt"].as_str().unwrap()));
+    assert_eq!(r["signature"]["issuer_type"], "hosted");
+}
+
+#[test]
+fn unsigned_receipts_say_so_and_do_not_verify() {
+    let (ws, _) = workspace_with("imports");
+    let (v, code) = json_in(ws.path(), &["skill", "pkg"], &[]);
+    assert_eq!(code, 0, "{v}");
+    let path = v["receipt"].as_str().unwrap();
+    let r = read_json(Path::new(path));
+    assert_eq!(r["signature"], Value::Null);
+    assert!(r["body_digest"].as_str().unwrap().starts_with("sha256:"));
+    let out = verify(ws.path(), &[path], &sign_env());
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stdout(&out).contains(": unsigned: the receipt is unsigned"),
+        "{}",
+        stdout(&out)
+    );
+    let out = run_in(ws.path(), &["receipt", "show", path], &[]);
+    assert!(
+        stdout(&out).contains("signature  unsigned"),
+        "{}",
+        stdout(&out)
+    );
+}
+
+const ECHO_MODULE: &str =
+    "export function echo(inputs) { return { items: inputs.items ?? [] }; }\n";
+
+#[test]
+fn a_harness_receipt_verifies_and_names_its_cases() {
+    let ws = tempfile::tempdir().unwrap();
+    let pkg = ws.path().join("p");
+    std::fs::create_dir_all(&pkg).unwrap();
+    std::fs::write(
+        pkg.join("X.yaml"),
+        "skill: p\nrun: { type: javascript, module: m.mjs, export: echo }\nharness:\n  cases:\n    - name: good\n      inputs: { items: [1] }\n      expect: { output: { exact: { items: [1] } } }\n    - name: bad\n      inputs: { items: [2] }\n      expect: { output: { exact: { items: [3] } } }\n",
+    )
+    .unwrap();
+    std::fs::write(pkg.join("m.mjs"), ECHO_MODULE).unwrap();
+    let (report, code) = json_in(
+        ws.path(),
+        &["harness", "p", "--receipt-dir", "hr"],
+        &sign_env(),
+    );
+    assert_eq!(code, 1, "{report}");
+    let receipt_path = ws.path().join(report["receipt"].as_str().unwrap());
+    assert!(receipt_path.starts_with(ws.path().join("hr")), "{report}");
+    let h = read_json(&receipt_path);
+    assert_eq!(h["schema"], "runx.harness_receipt.v1");
+    assert_eq!(h["status"], "failed");
+    assert_eq!(
+        (h["passed"].clone(), h["failed"].clone()),
+        (json!(1), json!(1))
+    );
+    assert_eq!(h["signature"]["kid"], KID);
+    for (i, name) in ["good", "bad"].iter().enumerate() {
+        let case = &h["cases"][i];
+        assert_eq!(case["case"], *name);
+        assert_eq!(case["package"], "p");
+        assert_eq!(case["passed"], json!(i == 0));
+        assert_eq!(case["receipt_digest"], report["cases"][i]["receipt_digest"]);
+        let case_receipt = ws.path().join("hr").join(case["receipt"].as_str().unwrap());
+        assert_eq!(read_json(&case_receipt)["signature"]["kid"], KID);
+    }
+
+    let out = verify(ws.path(), &["hr", "--json"], &sign_env());
+    assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
+    let v: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(v["verified"], 3);
+    let harness = v["receipts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["schema"] == "runx.harness_receipt.v1")
+        .unwrap();
+    assert_eq!(harness["cases"], json!(["p/good", "p/bad"]));
+
+    let out = run_in(
+        ws.path(),
+        &["receipt", "show", receipt_path.to_str().unwrap()],
+        &[],
+    );
+    let text = stdout(&out);
+    assert!(
+        text.contains("status     failed (1 passed, 1 failed of 2 cases)"),
+        "{text}"
+    );
+    assert!(
+        text.contains("  PASS p/good: ") && text.contains("  FAIL p/bad: "),
+        "{text}"
+    );
+
+    // One case receipt changed: the harness receipt no longer verifies and says which case.
+    let bad = ws
+        .path()
+        .join("hr")
+        .join(h["cases"][1]["receipt"].as_str().unwrap());
+    let text = std::fs::read_to_string(&bad).unwrap();
+    std::fs::write(
+        &bad,
+        text.replacen("\"duration_ms\": ", "\"duration_ms\": 1", 1),
+    )
+    .unwrap();
+    let out = verify(ws.path(), &[receipt_path.to_str().unwrap()], &sign_env());
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stdout(&out).contains(": cases: case `p/bad`: its receipt"),
+        "{}",
+        stdout(&out)
+    );
+}
+
+#[test]
+fn a_runner_declaring_a_signing_name_is_refused_at_load() {
+    let ws = tempfile::tempdir().unwrap();
+    let pkg = ws.path().join("p");
+    std::fs::create_dir_all(&pkg).unwrap();
+    std::fs::write(
+        pkg.join("X.yaml"),
+        "skill: p\nrun: { type: cli-tool, command: ./t.sh, environment: { optional: [RUNX_RECEIPT_SIGN_ED25519_SEED_BASE64] } }\n",
+    )
+    .unwrap();
+    let (v, code) = json_in(ws.path(), &["skill", "p"], &sign_env());
+    assert_eq!(code, 64, "{v}");
+    assert_eq!(v["error"]["kind"], "profile");
+    assert!(
+        v["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("receipt-signing material is never given to a runner"),
+        "{v}"
+    );
+    assert!(!v.to_string().contains(SEED));
+}
+
+/// Writes `text` as an executable script.
+fn script(path: &Path, text: &str) {
+    std::fs::write(path, text).unwrap();
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
+}
+
+/// A package whose cli-tool runner dumps everything it can see of its environment and inputs
+/// into the workspace and into `capture`, and whose javascript runner returns and logs its
+/// environment.
+fn leaky_package(root: &Path, capture: &Path) -> PathBuf {
+    let pkg = root.join("leak");
+    std::fs::create_dir_all(pkg.join("bin")).unwrap();
+    let cap = capture.display();
+    script(
+        &pkg.join("bin/dump.sh"),
+        &format!(
+            r#"#!/bin/sh
+env > "$RUNX_CWD/child-env.txt"
+env > "{cap}/child-env-$$.txt"
+tr '\000' '\n' < /proc/self/environ > "{cap}/child-proc-environ-$$.txt"
+cp -r "$(dirname "$RUNX_INPUTS_PATH")" "{cap}/child-inputs-$$"
+cp -r "$(dirname "$RUNX_INPUTS_PATH")" "$RUNX_CWD/child-inputs"
+echo "to stderr: $RUNX_RECEIPT_VERIFY_KID" >&2
+printf '{{"receipt_dir":"%s","verify_kid":"%s","verify_key":"%s","sign":"%s%s%s"}}' "$RUNX_RECEIPT_DIR" "$RUNX_RECEIPT_VERIFY_KID" "$RUNX_RECEIPT_VERIFY_ED25519_PUBLIC_KEY_BASE64" "$RUNX_RECEIPT_SIGN_KID" "$RUNX_RECEIPT_SIGN_ED25519_SEED_BASE64" "$RUNX_RECEIPT_SIGN_ISSUER_TYPE"
+"#
+        ),
+    );
+    std::fs::write(
+        pkg.join("m.mjs"),
+        "export function look(inputs, { environment }) {\n  console.log('env', JSON.stringify(environment));\n  return { environment, names: Object.getOwnPropertyNames(globalThis).length };\n}\n",
+    )
+    .unwrap();
+    std::fs::write(
+        pkg.join("X.yaml"),
+        r#"skill: leak
+runners:
+  dump:
+    default: true
+    type: cli-tool
+    command: ./bin/dump.sh
+    environment: { optional: [REGION] }
+    inputs:
+      note: { type: string, default: "a note" }
+  look:
+    type: javascript
+    module: m.mjs
+    export: look
+    environment: { optional: [REGION] }
+harness:
+  cases:
+    - name: dumps
+      env: { REGION: eu }
+      expect: { status: sealed }
+    - name: looks
+      runner: look
+      env: { REGION: eu }
+      expect: { output: { subset: { environment: { REGION: eu } } } }
+"#,
+    )
+    .unwrap();
+    pkg
+}
+
+/// Every regular file under `dir`, recursively.
+fn files_under(dir: &Path, out: &mut Vec<PathBuf>) {
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let entry = entry.unwrap();
+        let ty = entry.file_type().unwrap();
+        if ty.is_dir() {
+            files_under(&entry.path(), out);
+        } else if ty.is_file() {
+            out.push(entry.path());
+        }
+    }
+}
+
+fn contains(haystack: &[u8], needle: &[u8]) -> bool {
+    haystack.windows(needle.len()).any(|w| w == needle)
+}
+
+#[test]
+fn the_signing_seed_reaches_no_child_worker_log_or_receipt() {
+    let ws = tempfile::tempdir().unwrap();
+    let capture = tempfile::tempdir().unwrap();
+    let cap = capture.path();
+    leaky_package(ws.path(), cap);
+    // Every worker is this wrapper: it records its own environment and every frame in and out.
+    let wrapper = cap.join("worker.sh");
+    script(
+        &wrapper,
+        &format!(
+            "#!/bin/sh\n/usr/bin/tr '\\000' '\\n' < /proc/self/environ > {cap}/worker-env-$$.txt\n/usr/bin/tee -a {cap}/frames-in-$$.bin | /usr/bin/env -i {runx} __worker \"$@\" | /usr/bin/tee -a {cap}/frames-out-$$.bin\n",
+            cap = cap.display(),
+            runx = env!("CARGO_BIN_EXE_runx"),
+        ),
+    );
+    let keys = tempfile::tempdir().unwrap();
+    let key_file = keys.path().join("sign.env");
+    std::fs::write(
+        &key_file,
+        format!(
+            "RUNX_RECEIPT_SIGN_KID={KID}\nRUNX_RECEIPT_SIGN_ED25519_SEED_BASE64={SEED}\nRUNX_RECEIPT_SIGN_ISSUER_TYPE=ci\n"
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&key_file, std::fs::Permissions::from_mode(0o600)).unwrap();
+
+    let mut env = sign_env();
+    env.extend([
+        ("REGION", "eu"),
+        ("RUST_LOG", "trace"),
+        ("RUNX_WORKER", wrapper.to_str().unwrap()),
+    ]);
+    let key = key_file.to_str().unwrap();
+    let runs: Vec<Vec<&str>> = vec![
+        vec!["-vv", "skill", "leak", "-i", "note=hello", "--json"],
+        vec!["-vv", "skill", "leak", "-i", "note=hello"],
+        vec!["-vv", "skill", "leak", "look", "--json"],
+        vec!["-vv", "skill", "leak", "look"],
+        vec!["-vv", "harness", "leak", "--json", "--receipt-dir", "hr"],
+        vec!["-vv", "harness", "leak", "--receipt-dir", "hr"],
+        vec!["-vv", "skill", "leak", "--sign-key", key, "--json"],
+    ];
+    let mut outputs = Vec::new();
+    for args in &runs {
+        // The key file run takes its key from the file only.
+        let env: Vec<(&str, &str)> = if args.contains(&"--sign-key") {
+            env.iter()
+                .filter(|(k, _)| !k.starts_with("RUNX_RECEIPT_SIGN_"))
+                .copied()
+                .collect()
+        } else {
+            env.clone()
+        };
+        let out = run_in(ws.path(), args, &env);
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{args:?}: {}{}",
+            stdout(&out),
+            stderr(&out)
+        );
+        outputs.push((format!("{args:?}"), out.stdout, out.stderr));
+    }
+
+    // The child saw the receipt directory and the verification key, and nothing of the seed.
+    let (v, _) = json_in(ws.path(), &["skill", "leak"], &env);
+    let public = public_key();
+    assert_eq!(
+        v["output"],
+        json!({
+            "receipt_dir": ws.path().join(".runx/receipts").display().to_string(),
+            "verify_kid": KID,
+            "verify_key": public,
+            "sign": "",
+        })
+    );
+
+    let mut files = Vec::new();
+    files_under(ws.path(), &mut files);
+    files_under(cap, &mut files);
+    // The test is only as good as what it looked at.
+    let names: Vec<String> = files
+        .iter()
+        .map(|f| f.file_name().unwrap().to_string_lossy().into_owned())
+        .collect();
+    for expected in [
+        "child-env",
+        "child-proc-environ",
+        "worker-env",
+        "frames-in",
+        "frames-out",
+        "inputs.json",
+    ] {
+        assert!(
+            names.iter().any(|n| n.starts_with(expected)),
+            "no {expected} file among {names:?}"
+        );
+    }
+    let frames_in: Vec<u8> = files
+        .iter()
+        .filter(|f| f.to_string_lossy().contains("frames-in"))
+        .flat_map(|f| std::fs::read(f).unwrap())
+        .collect();
+    assert!(
+        contains(&frames_in, b"REGION"),
+        "the frames carry the declared environment"
+    );
+    assert!(
+        files
+            .iter()
+            .filter(|f| f.to_string_lossy().contains("harness"))
+            .count()
+            >= 2
+    );
+
+    let needles: [&[u8]; 3] = [SEED.as_bytes(), SEED_URL_SAFE.as_bytes(), SEED_RAW];
+    for file in &files {
+        let bytes = std::fs::read(file).unwrap();
+        let name = file.file_name().unwrap().to_string_lossy();
+        if name.starts_with("child-") || name.starts_with("worker-env") {
+            // What a child or worker was given must not even name a signing variable.
+            assert!(
+                !contains(&bytes, b"RUNX_RECEIPT_SIGN_"),
+                "{} names a signing variable",
+                file.display()
+            );
+        }
+        for needle in &needles {
+            assert!(
+                !contains(&bytes, needle),
+                "the seed is in {}",
+                file.display()
+            );
+        }
+        if name.starts_with("worker-env") {
+            assert!(
+                bytes.is_empty(),
+                "a worker's environment is empty: {}",
+                file.display()
+            );
+        }
+    }
+    for (run, out, err) in &outputs {
+        for needle in &needles {
+            assert!(!contains(out, needle), "the seed is on stdout of {run}");
+            assert!(!contains(err, needle), "the seed is on stderr of {run}");
+        }
+    }
+    // The logs were on: the test read real log lines.
+    assert!(outputs.iter().any(|(_, _, err)| contains(err, b"DEBUG")
+        || contains(err, b"TRACE")
+        || contains(err, b"INFO")));
+}

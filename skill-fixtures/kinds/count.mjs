@@ -1,0 +1,3 @@
+export default function count({ items }) {
+  return { count: items.length };
+}
