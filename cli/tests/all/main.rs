@@ -15,8 +15,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
 /// Names the engine every `runx` of these tests runs javascript on (`--engine`); unset, runx
-/// picks its default (QuickJS). CI runs the javascript, harness and pages modules a second
-/// time with `RUNX_TEST_ENGINE=v8` against a runx built with V8.
+/// picks its default (QuickJS). CI runs this whole suite a second time with
+/// `RUNX_TEST_ENGINE=v8` against a runx built with V8.
 pub const TEST_ENGINE_ENV: &str = "RUNX_TEST_ENGINE";
 
 /// The engine the tests run on, when one is named.

@@ -59,7 +59,8 @@ fn a_signed_receipt_records_the_run_and_verifies() {
     let profile = std::fs::read(ws.path().join("pkg/X.yaml")).unwrap();
     assert_eq!(r["profile_digest"], json!(sha256_hex(&profile)));
     assert_eq!(r["runx_version"], json!(env!("CARGO_PKG_VERSION")));
-    assert_eq!(r["engine"]["name"], "quickjs");
+    let engine = test_engine().unwrap_or_else(|| "quickjs".to_string());
+    assert_eq!(r["engine"]["name"], json!(engine));
     assert!(
         r["engine"]["version"].as_str().unwrap().contains('.'),
         "{r}"
@@ -125,11 +126,12 @@ fn a_signed_receipt_records_the_run_and_verifies() {
     let out = run_in(ws.path(), &["receipt", "show", path.to_str().unwrap()], &[]);
     assert_eq!(out.status.code(), Some(0));
     let text = stdout(&out);
+    let engine_line = format!("engine     {engine} ");
     for expect in [
         "status     sealed",
         "skill      imports 0.1.0",
         "runner     default (javascript)",
-        "engine     quickjs ",
+        &engine_line,
         "  profile  sha256:",
         "  bundle   sha256:",
         "  input    sha256:",
