@@ -4,15 +4,20 @@
 //! # One isolate per engine, a fresh context per call
 //!
 //! A V8 isolate is the expensive part (its heap, builtins and compiler: milliseconds to set
-//! up); a context is cheap (its global object and intrinsics, deserialised from V8's built-in
-//! snapshot: well under a millisecond). An engine therefore keeps one isolate, made on its
-//! first call, and gives every call a new [`v8::Context`]. Every call compiles, links and
-//! evaluates its modules again inside that context, so the QuickJS guarantee holds: nothing a
-//! module does in one call can be seen by the next. Why that is safe, item by item:
+//! up); a context is cheap (its global object and intrinsics, deserialised from a snapshot:
+//! a few tenths of a millisecond). An engine therefore keeps one isolate, made on its first
+//! call, and gives every call a new [`v8::Context`]. The snapshot is made once per process,
+//! before any module code runs: a context in which the prelude already ran (`call::snapshot`),
+//! so each call's context starts as a copy of it, and only V8's own additions to deserialised
+//! contexts (globals of some shipped features) are deleted again per call. Every call
+//! compiles, links and evaluates its modules again inside its context, so the QuickJS
+//! guarantee holds: nothing a module does in one call can be seen by the next. Why that is
+//! safe, item by item:
 //!
-//! - **Globals, prototypes, intrinsics**: they belong to a context; each call's context is new,
-//!   the prelude runs in it before any module code, and no handle to an older context survives
-//!   the call (every handle lives in the call's scopes or in its own [`CallState`]).
+//! - **Globals, prototypes, intrinsics**: they belong to a context; each call's context is a
+//!   new copy of the snapshot's, in which no module code ever ran, and no handle to an older
+//!   context survives the call (every handle lives in the call's scopes or in its own
+//!   [`CallState`]).
 //! - **Module instances**: compiled, instantiated and evaluated per call, in the call's
 //!   context; module-level `let` state starts over. Only compiled code may be shared by V8's
 //!   compilation cache, and code holds no state.
@@ -77,6 +82,17 @@ use watchdog::Watchdog;
 /// worker holding a 60 MiB buffer and 40 MiB of objects measured 175 MiB here.
 const DATA_BYTES: u64 = 512 * 1024 * 1024;
 
+/// V8 flags, set once per process before V8 starts. This V8 ships every ES2025 feature
+/// QuickJS-ng has (`Float16Array`, `using`, iterator helpers, …) without flags. Two shipped
+/// features are turned off, both outside the intrinsics modules may see:
+/// - `Atomics.pause`: V8 adds it to every context it deserialises, and fails (a fatal error)
+///   when the context comes from a snapshot whose prelude deleted `Atomics`, as every call's
+///   context does here (see `call::snapshot`);
+/// - Temporal: the prelude deletes the global, but V8 would install it again in every
+///   deserialised context, with `Date.prototype.toTemporalInstant`, a way back to it (and
+///   `Temporal.Now` reads the real clock).
+const FLAGS: &str = "--no-js-atomics-pause --no-harmony-temporal";
+
 /// Background threads of V8's platform (concurrent GC and compilation), as Node.js and
 /// deno_core cap them.
 const PLATFORM_THREADS: u32 = 4;
@@ -95,8 +111,7 @@ static PLATFORM: OnceLock<v8::SharedRef<v8::Platform>> = OnceLock::new();
 
 fn platform() -> &'static v8::SharedRef<v8::Platform> {
     PLATFORM.get_or_init(|| {
-        // No flags: this V8 ships every ES2025 feature QuickJS-ng has (`Float16Array`,
-        // `using`, iterator helpers, …) without them.
+        v8::V8::set_flags_from_string(FLAGS);
         let threads = std::thread::available_parallelism()
             .map_or(1, |n| n.get() as u32)
             .min(PLATFORM_THREADS);
@@ -178,8 +193,8 @@ struct Instance {
     // heap guard the isolate's callback points to outlives the isolate.
     watchdog: Watchdog,
     isolate: v8::OwnedIsolate,
-    /// The prelude, compiled once and bound to each call's context.
-    prelude: v8::Global<v8::UnboundScript>,
+    /// The index of the prelude's helpers in the snapshot data of each context.
+    helpers: usize,
     heap: Box<HeapGuard>,
     heap_bytes: usize,
 }
@@ -190,7 +205,10 @@ impl Instance {
     fn new(limits: &Limits) -> Result<Instance, Failure> {
         // V8 starts with the first isolate of the process.
         platform();
+        let (blob, helpers) = call::snapshot()?;
         let params = v8::CreateParams::default()
+            .snapshot_blob(blob)
+            .external_references(call::external_references())
             .heap_limits(0, limits.heap_bytes)
             .array_buffer_allocator(buffers::allocator(limits.heap_bytes));
         let mut isolate = v8::Isolate::new(params);
@@ -210,11 +228,10 @@ impl Instance {
                 format!("cannot start the watchdog: {e}"),
             )
         })?;
-        let prelude = call::compile_prelude(&mut isolate)?;
         Ok(Instance {
             watchdog,
             isolate,
-            prelude,
+            helpers,
             heap,
             heap_bytes: limits.heap_bytes,
         })
@@ -240,9 +257,9 @@ impl Instance {
         let started = Instant::now();
         self.watchdog.arm(started + limits.wall());
         let isolate = &mut self.isolate;
-        let prelude = &self.prelude;
+        let helpers = self.helpers;
         let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            call::run(isolate, prelude, call, state)
+            call::run(isolate, helpers, call, state)
         }));
         let fired = self.watchdog.disarm();
         // Jobs the call left queued (it failed, or code ran after the last checkpoint) must

@@ -10,9 +10,12 @@ use crate::quickjs::ALLOWED_GLOBALS;
 use rusty_v8 as v8;
 use std::cell::RefCell;
 use std::rc::Rc;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 const PRELUDE: &str = include_str!("../prelude.js");
+
+/// The heap of the isolate that makes the snapshot: the prelude needs little.
+const SNAPSHOT_HEAP_BYTES: usize = 16 * 1024 * 1024;
 
 /// The scope every phase works in: the call's context, under a try-catch.
 pub(super) type Scope<'a, 'b, 's, 'i> =
@@ -53,17 +56,66 @@ impl CallState {
     }
 }
 
-/// Compiles the prelude once per isolate; each call binds it to its own context.
-pub(super) fn compile_prelude(
-    isolate: &mut v8::OwnedIsolate,
-) -> Result<v8::Global<v8::UnboundScript>, Failure> {
-    let internal = || Failure::new(FailureCode::Internal, "cannot compile the prelude");
-    let scope = std::pin::pin!(v8::HandleScope::new(isolate));
-    let scope = &mut scope.init();
-    let context = v8::Context::new(scope, Default::default());
-    let scope = &mut v8::ContextScope::new(scope, context);
-    let source = v8::String::new(scope, PRELUDE).ok_or_else(internal)?;
-    let name = v8::String::new(scope, "runx:prelude").ok_or_else(internal)?;
+/// The native functions a snapshot refers to (by address): the console sink.
+pub(super) fn external_references() -> std::borrow::Cow<'static, [v8::ExternalReference]> {
+    use v8::MapFnTo;
+    std::borrow::Cow::Owned(vec![v8::ExternalReference {
+        function: console_sink.map_fn_to(),
+    }])
+}
+
+/// The snapshot every isolate of this process starts from, made once (concurrent snapshot
+/// creators crash V8, and the snapshot does not depend on the limits), and the index of the
+/// prelude's helpers among its default context's data.
+pub(super) fn snapshot() -> Result<(v8::StartupData, usize), Failure> {
+    static SNAPSHOT: OnceLock<Result<(&'static [u8], usize), Failure>> = OnceLock::new();
+    let (blob, index) = SNAPSHOT
+        .get_or_init(|| {
+            let (blob, index) = make_snapshot()?;
+            // Kept for the life of the process: every isolate reads it.
+            let blob: &'static [u8] = Box::leak(blob.to_vec().into_boxed_slice());
+            Ok((blob, index))
+        })
+        .clone()?;
+    Ok((v8::StartupData::from(blob), index))
+}
+
+/// A startup snapshot whose default context has the prelude installed, and the index of the
+/// prelude's helpers among that context's snapshot data. Every call's context is deserialised
+/// from it: a new context, in which no module code ever ran, that skips the prelude's work.
+fn make_snapshot() -> Result<(v8::StartupData, usize), Failure> {
+    let internal = |what: &str| {
+        Failure::new(
+            FailureCode::Internal,
+            format!("cannot make the V8 snapshot: {what}"),
+        )
+    };
+    // A small heap: with V8's defaults (sized from the machine's memory) the creator reserves
+    // more than the worker's data cap allows.
+    let params = v8::CreateParams::default().heap_limits(0, SNAPSHOT_HEAP_BYTES);
+    let mut creator = v8::Isolate::snapshot_creator(Some(external_references()), Some(params));
+    let index = {
+        let scope = std::pin::pin!(v8::HandleScope::new(&mut creator));
+        let scope = &mut scope.init();
+        let context = v8::Context::new(scope, Default::default());
+        let index = {
+            let scope = &mut v8::ContextScope::new(scope, context);
+            let helpers = install_prelude(scope).ok_or_else(|| internal("the prelude failed"))?;
+            scope.add_context_data(context, helpers)
+        };
+        scope.set_default_context(context);
+        index
+    };
+    let blob = creator
+        .create_blob(v8::FunctionCodeHandling::Keep)
+        .ok_or_else(|| internal("no blob"))?;
+    Ok((blob, index))
+}
+
+/// Runs the prelude in the current context and returns its helpers.
+fn install_prelude<'s>(scope: &mut v8::PinScope<'s, '_>) -> Option<v8::Local<'s, v8::Object>> {
+    let source = v8::String::new(scope, PRELUDE)?;
+    let name = v8::String::new(scope, "runx:prelude")?;
     let origin = v8::ScriptOrigin::new(
         scope,
         name.into(),
@@ -77,15 +129,40 @@ pub(super) fn compile_prelude(
         false,
         None,
     );
-    let mut source = v8::script_compiler::Source::new(source, Some(&origin));
-    let script = v8::script_compiler::compile_unbound_script(
-        scope,
-        &mut source,
-        v8::script_compiler::CompileOptions::NoCompileOptions,
-        v8::script_compiler::NoCacheReason::NoReason,
-    )
-    .ok_or_else(internal)?;
-    Ok(v8::Global::new(scope, script))
+    let script = v8::Script::compile(scope, source, Some(&origin))?;
+    let install = v8::Local::<v8::Function>::try_from(script.run(scope)?).ok()?;
+    let sink = v8::Function::new(scope, console_sink)?;
+    let mut names: Vec<v8::Local<v8::Value>> = Vec::with_capacity(ALLOWED_GLOBALS.len());
+    for name in ALLOWED_GLOBALS {
+        names.push(v8::String::new(scope, name)?.into());
+    }
+    let allowed = v8::Array::new_with_elements(scope, &names);
+    let undefined: v8::Local<v8::Value> = v8::undefined(scope).into();
+    let helpers = install.call(scope, undefined, &[sink.into(), allowed.into()])?;
+    v8::Local::<v8::Object>::try_from(helpers).ok()
+}
+
+/// Deletes the globals V8 adds back to every context it deserialises (the globals of shipped
+/// features it installs after reading the snapshot, such as `Temporal` or `DisposableStack`),
+/// with the prelude's own rule: string-named globals outside [`ALLOWED_GLOBALS`] go, `console`
+/// (the prelude's) stays.
+fn scrub_globals(tc: &mut Scope<'_, '_, '_, '_>) -> Option<()> {
+    let global = tc.get_current_context().global(tc);
+    let args = v8::GetPropertyNamesArgs {
+        mode: v8::KeyCollectionMode::OwnOnly,
+        property_filter: v8::PropertyFilter::SKIP_SYMBOLS,
+        index_filter: v8::IndexFilter::SkipIndices,
+        key_conversion: v8::KeyConversionMode::ConvertToString,
+    };
+    let names = global.get_own_property_names(tc, args)?;
+    for i in 0..names.length() {
+        let key = names.get_index(tc, i)?;
+        let name = key.to_rust_string_lossy(tc);
+        if name != "console" && !ALLOWED_GLOBALS.contains(&name.as_str()) {
+            global.delete(tc, key)?;
+        }
+    }
+    Some(())
 }
 
 /// Values kept across the phases of a call.
@@ -101,7 +178,7 @@ struct Prepared<'s> {
 /// what the call leaves behind.
 pub(super) fn run(
     isolate: &mut v8::OwnedIsolate,
-    prelude: &v8::Global<v8::UnboundScript>,
+    helpers: usize,
     call: &EngineCall<'_>,
     state: &CallState,
 ) -> Result<Vec<u8>, Failure> {
@@ -112,7 +189,7 @@ pub(super) fn run(
     let tc = std::pin::pin!(v8::TryCatch::new(scope));
     let tc = &mut tc.init();
     let phases = Phases { state };
-    let prepared = phases.prepare(tc, prelude, call)?;
+    let prepared = phases.prepare(tc, helpers, call)?;
     tc.perform_microtask_checkpoint();
     let returned = phases.invoke(tc, call, &prepared)?;
     tc.perform_microtask_checkpoint();
@@ -128,32 +205,22 @@ struct Phases<'c> {
 }
 
 impl Phases<'_> {
-    /// Installs the prelude, builds the arguments, loads and evaluates the module graph.
+    /// Takes the prelude's helpers (the prelude ran in the snapshot this context was made
+    /// from), builds the arguments, loads and evaluates the module graph.
     fn prepare<'s>(
         &self,
         tc: &mut Scope<'_, '_, 's, '_>,
-        prelude: &v8::Global<v8::UnboundScript>,
+        helpers: usize,
         call: &EngineCall<'_>,
     ) -> Result<Prepared<'s>, Failure> {
         let internal = FailureCode::Internal;
-        let unbound = v8::Local::new(tc, prelude);
-        let script = unbound.bind_to_current_context(tc);
-        let install = script.run(tc).ok_or_else(|| self.fail(tc, internal))?;
-        let install = v8::Local::<v8::Function>::try_from(install)
-            .map_err(|_| Failure::new(internal, "the prelude is not a function"))?;
-        let sink = v8::Function::new(tc, console_sink).ok_or_else(|| self.fail(tc, internal))?;
-        let mut names: Vec<v8::Local<v8::Value>> = Vec::with_capacity(ALLOWED_GLOBALS.len());
-        for name in ALLOWED_GLOBALS {
-            let name = v8::String::new(tc, name).ok_or_else(|| self.fail(tc, internal))?;
-            names.push(name.into());
-        }
-        let allowed = v8::Array::new_with_elements(tc, &names);
+        scrub_globals(tc).ok_or_else(|| self.fail(tc, internal))?;
+        let helpers = tc
+            .get_context_data_from_snapshot_once::<v8::Object>(helpers)
+            .map_err(|e| {
+                Failure::new(internal, format!("the prelude's helpers are missing: {e}"))
+            })?;
         let undefined: v8::Local<v8::Value> = v8::undefined(tc).into();
-        let helpers = install
-            .call(tc, undefined, &[sink.into(), allowed.into()])
-            .ok_or_else(|| self.fail(tc, internal))?;
-        let helpers = v8::Local::<v8::Object>::try_from(helpers)
-            .map_err(|_| Failure::new(internal, "the prelude returned no helpers"))?;
 
         let inputs = page_inputs(tc, call)?;
         let env = v8::Object::new(tc);

@@ -87,6 +87,12 @@ pub fn absent_globals(e: &mut dyn Engine) {
         "print",
         "gc",
         "InternalError",
+        "Intl",
+        "Temporal",
+        "WebAssembly",
+        "DisposableStack",
+        "AsyncDisposableStack",
+        "SuppressedError",
     ];
     let src = format!(
         "export default () => ({{ types: Object.fromEntries({names:?}.map(n => [n, typeof globalThis[n]])) }});"
@@ -95,6 +101,13 @@ pub fn absent_globals(e: &mut dyn Engine) {
     for n in names {
         assert_eq!(out["types"][n], "undefined", "{n} must be absent");
     }
+    // Nor is the real clock reachable through `Date` (V8's Temporal bridge).
+    let out = output(run(
+        e,
+        "export default () => ({ t: typeof Date.prototype.toTemporalInstant });",
+        json!({}),
+    ));
+    assert_eq!(out, json!({"t": "undefined"}));
     // Nor does `import.meta` tell a module where it was loaded from.
     let out = output(run(
         e,
