@@ -1,8 +1,9 @@
 //! `runx skill inspect DIR`: what a package declares, and the limits it runs under.
 
-use runx_runtime::limits::{self, AppliedLimits};
-use runx_runtime::profile::{self, Profile, Runner, RunnerKind};
-use serde_json::{Map, Value, json};
+use runx_runtime::limits;
+use runx_runtime::profile::{self, Profile};
+use runx_runtime::report::describe;
+use serde_json::{Value, json};
 use std::path::Path;
 use std::process::ExitCode;
 
@@ -22,76 +23,6 @@ pub fn inspect(dir: &Path, as_json: bool) -> ExitCode {
         print_human(&p, &doc);
     }
     ExitCode::SUCCESS
-}
-
-/// The package as one JSON object: every runner, in name order.
-fn describe(p: &Profile) -> Value {
-    let mut runners: Vec<(String, Value)> = p
-        .runners
-        .values()
-        .map(|r| (r.name.clone(), describe_runner(p, r)))
-        .collect();
-    runners.extend(p.other_runners.iter().map(|(name, other)| {
-        (
-            name.clone(),
-            json!({
-                "name": name,
-                "type": other.ty,
-                "default": p.default_runner.as_deref() == Some(name.as_str()),
-                "runs_here": false,
-            }),
-        )
-    }));
-    runners.sort_by(|a, b| a.0.cmp(&b.0));
-    let runners: Vec<Value> = runners.into_iter().map(|(_, v)| v).collect();
-    json!({"skill": p.skill, "version": p.version, "dir": p.dir, "runners": runners})
-}
-
-fn describe_runner(p: &Profile, r: &Runner) -> Value {
-    let (module, export, pages, command) = match &r.kind {
-        RunnerKind::Javascript(js) => (
-            Some(js.module.clone()),
-            js.export.clone(),
-            js.pages.as_ref().map(|pg| {
-                json!({"path_from": pg.path_from, "path_scope_from": pg.path_scope_from,
-                       "media_type": pg.media_type, "framing": "json_array", "page_bytes": pg.page_bytes})
-            }),
-            None,
-        ),
-        RunnerKind::CliTool(t) => (None, None, None, Some(t.command.clone())),
-    };
-    let inputs: Map<String, Value> = r
-        .inputs
-        .iter()
-        .map(|(k, d)| {
-            let decl = json!({
-                "type": d.ty.name(), "required": d.required, "default": d.default,
-                "description": d.description,
-            });
-            (k.clone(), decl)
-        })
-        .collect();
-    let outputs: Map<String, Value> = r
-        .outputs
-        .iter()
-        .map(|(k, d)| (k.clone(), json!(d.ty.name())))
-        .collect();
-    json!({
-        "name": r.name,
-        "type": r.kind.type_name(),
-        "default": p.default_runner.as_deref() == Some(r.name.as_str()),
-        "runs_here": true,
-        "module": module, "export": export, "pages": pages, "command": command,
-        "inputs": inputs,
-        "outputs": outputs,
-        "environment": {"required": r.environment.required, "optional": r.environment.optional},
-        "limits": limits_json(&limits::for_runner(r)),
-    })
-}
-
-/// The limits as `name → value`, the same map a receipt records.
-fn limits_json(applied: &AppliedLimits) -> Value {
-    json!(applied.to_map())
 }
 
 fn print_human(p: &Profile, doc: &Value) {

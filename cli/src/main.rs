@@ -5,9 +5,10 @@
 
 use clap::{Parser, Subcommand};
 use runx_runtime::inputs::{parse_kv, parse_object};
+use runx_runtime::report;
 use runx_runtime::workers::{self, DEFAULT_ENGINE};
 use runx_runtime::{FailureKind, RunError, RunOutcome, RunRequest, Runtime};
-use serde_json::{Map, Value, json};
+use serde_json::{Map, Value};
 use std::io::Read;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -17,6 +18,7 @@ mod bench_cmd;
 mod harness_cmd;
 mod inspect;
 mod progress;
+mod serve_cmd;
 
 /// Exit code for usage and input errors.
 const EXIT_USAGE: u8 = 64;
@@ -47,6 +49,8 @@ enum Command {
     Harness(HarnessArgs),
     /// Measure runx on this machine: `runx bench pages`.
     Bench(bench_cmd::BenchArgs),
+    /// Serve steps to a graph runner: JSON-RPC 2.0 over stdin/stdout, one object per line.
+    Serve(serve_cmd::ServeArgs),
     /// The worker process (started by runx itself).
     #[command(name = "__worker", hide = true)]
     Worker,
@@ -126,6 +130,7 @@ fn main() -> ExitCode {
         },
         Command::Harness(args) => harness_cmd::run(&runtime(engine), &args.paths, args.json),
         Command::Bench(args) => bench_cmd::run(&runtime(engine), args),
+        Command::Serve(args) => serve_cmd::run(engine, args),
         Command::Worker => ExitCode::SUCCESS,
     }
 }
@@ -170,10 +175,7 @@ fn skill(args: SkillArgs, engine: &str) -> ExitCode {
         Ok(i) => i,
         Err(e) => {
             if args.json {
-                print_json(&json!({
-                    "status": "failure", "skill": null, "runner": args.runner,
-                    "output": null, "receipt": null, "error": e,
-                }));
+                print_json(&report::refused(args.runner.as_deref(), &e));
             }
             return usage(&e.message);
         }
@@ -195,18 +197,11 @@ fn skill(args: SkillArgs, engine: &str) -> ExitCode {
 }
 
 fn report(o: &RunOutcome, as_json: bool) {
-    let receipt_path = o.receipt_path.as_ref().map(|p| p.display().to_string());
     if as_json {
-        print_json(&json!({
-            "status": o.status(),
-            "skill": o.skill,
-            "runner": o.runner,
-            "output": o.output(),
-            "receipt": receipt_path,
-            "error": o.error(),
-        }));
+        print_json(&report::run_result(o));
         return;
     }
+    let receipt_path = o.receipt_path.as_ref().map(|p| p.display().to_string());
     for line in &o.log.lines {
         eprintln!("[{}] {}", line.level, line.message);
     }

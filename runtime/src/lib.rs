@@ -22,6 +22,7 @@
 //! | [`artifact`], [`framing`] | admission of paged artifacts; pages of whole records |
 //! | [`subprocess`] | staging, environment, command lookup, supervision, capture of a process |
 //! | [`receipt`], [`digest`] | receipts; canonical JSON and digests |
+//! | [`report`] | the JSON of a run's result and of a package's description, as printed |
 //! | [`harness`] | fixture cases: discovery, running, matching |
 //! | [`workers`], [`cancel`], [`progress`] | the worker pool, cancellation, page progress |
 //!
@@ -68,6 +69,7 @@ pub mod limits;
 pub mod profile;
 pub mod progress;
 pub mod receipt;
+pub mod report;
 mod runner;
 pub mod runtime;
 pub mod subprocess;

@@ -9,7 +9,8 @@
 //! - [`bundle`] and [`specifier`]: the module closure and the one rule for what an import may name.
 //! - [`frame`] and [`protocol`]: length-prefixed frames between host and worker.
 //! - [`serve`]: the worker process loop (`runx __worker`, or the `runx-worker` binary).
-//! - [`pool`] and [`process`]: supervised worker processes on the host side.
+//! - [`pool`] and [`process`]: supervised worker processes on the host side; [`cancel`]: stopping
+//!   one call (its worker is killed) or everything at once.
 //! - [`limits`] and [`failure`]: limits as data, typed failures.
 //!
 //! Calling an export in-process (no pool, no sandbox process; tests and benchmarks do this):
@@ -40,6 +41,7 @@
 #![warn(missing_docs)]
 
 pub mod bundle;
+pub mod cancel;
 pub mod engine;
 pub mod failure;
 pub mod frame;

@@ -6,7 +6,6 @@
 
 use super::{Produced, Provenance, Ran, RunContext, Step};
 use crate::digest::digest;
-use crate::environment::host_value;
 use crate::failure::{FailureKind, RunError};
 use crate::limits::{self, CAPTURE_BYTES, CLI_WALL, KILL_GRACE};
 use crate::profile::{CliToolRunner, InputMode, RetryOn, Runner};
@@ -51,7 +50,7 @@ fn prepare_and_run(
     // Dropping `files` removes the staged inputs, whatever happens next.
     let (files, staged) = subprocess::stage_inputs(&step.inputs)?;
     let env = subprocess::build_env(
-        &host_value,
+        &|name| step.env.host(name),
         &runner.environment,
         &step.environment,
         step.workspace,
