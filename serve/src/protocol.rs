@@ -379,6 +379,16 @@ mod tests {
     }
 
     #[test]
+    fn deep_nesting_is_a_parse_error_not_a_stack_overflow() {
+        let deep = format!(
+            r#"{{"jsonrpc":"2.0","id":1,"method":"run","params":{{"skill":"s","inputs":{{"a":{}1{}}}}}}}"#,
+            "[".repeat(100_000),
+            "]".repeat(100_000)
+        );
+        assert_eq!(code_of(&deep), (Value::Null, -32700));
+    }
+
+    #[test]
     fn requests_and_notifications() {
         let r = parse(br#"{"jsonrpc":"2.0","id":1,"method":"run","params":{"skill":"s","runner":"r","inputs":{"a":1},"env":{"A":"b"},"cwd":"w","receipt_dir":"d","progress":true}}"#)
             .expect("run");

@@ -211,12 +211,16 @@ impl Server {
         Next::Continue
     }
 
-    /// No more requests: step threads drain the queue, answer, and end.
+    /// No more requests: step threads drain the queue, answer, and end; so do the answers of
+    /// cancelled queued requests.
     fn finish(&self) {
         self.shared.close();
         let threads = std::mem::take(&mut *self.threads.lock().unwrap_or_else(|p| p.into_inner()));
         for t in threads {
             let _ = t.join();
+        }
+        while !self.wait_idle(Duration::from_secs(60)) {
+            tracing::warn!("still waiting for requests in flight to be answered");
         }
     }
 }
@@ -364,16 +368,31 @@ impl Shared {
         })
     }
 
-    /// Cancels the request `id`, queued or running; whether there was one to cancel.
-    fn cancel(&self, id: &Value) -> bool {
-        let jobs = self.lock();
-        match jobs.in_flight.get(&id.to_string()) {
-            Some(Some(token)) => {
-                token.cancel();
-                true
+    /// Cancels the request `id`, queued or running; whether there was one to cancel. A queued
+    /// request is answered at once (`interrupted`, with its receipt), not when a slot frees.
+    fn cancel(self: &Arc<Self>, id: &Value) -> bool {
+        let key = id.to_string();
+        let mut jobs = self.lock();
+        let Some(Some(token)) = jobs.in_flight.get(&key) else {
+            return false;
+        };
+        token.cancel();
+        let queued = jobs.queue.iter().position(|j| j.key == key);
+        if let Some(job) = queued.and_then(|i| jobs.queue.remove(i)) {
+            jobs.running += 1;
+            drop(jobs);
+            let s = self.clone();
+            let job = Arc::new(job);
+            let spare = job.clone();
+            let spawned = std::thread::Builder::new()
+                .name("runx-step-cancelled".to_string())
+                .spawn(move || s.complete(&job));
+            if spawned.is_err() {
+                // A cancelled run ends before it starts anything: answering inline is quick.
+                self.complete(&spare);
             }
-            _ => false,
         }
+        true
     }
 
     /// A step thread: takes queued requests until the server closes and the queue is empty.
@@ -392,14 +411,19 @@ impl Shared {
                     jobs = self.changed.wait(jobs).unwrap_or_else(|p| p.into_inner());
                 }
             };
-            let line = self.answer(&job);
-            self.write(&line);
-            let mut jobs = self.lock();
-            jobs.running -= 1;
-            jobs.in_flight.remove(&job.key);
-            drop(jobs);
-            self.changed.notify_all();
+            self.complete(&job);
         }
+    }
+
+    /// Runs a request taken off the queue, answers it and forgets it.
+    fn complete(&self, job: &Job) {
+        let line = self.answer(job);
+        self.write(&line);
+        let mut jobs = self.lock();
+        jobs.running -= 1;
+        jobs.in_flight.remove(&job.key);
+        drop(jobs);
+        self.changed.notify_all();
     }
 
     /// Runs one request; a panic becomes an internal error answer, never the end of the

@@ -729,3 +729,68 @@ fn children_of(pid: u32) -> Vec<u32> {
         })
         .collect()
 }
+
+#[test]
+fn a_cancelled_queued_step_answers_at_once() {
+    let ws = tempfile::tempdir().unwrap();
+    package(ws.path());
+    let mut s = Session::start(ws.path(), &["--pool-size", "1", "--queue", "2"]);
+    let started = Instant::now();
+    s.request(
+        json!("long"),
+        "run",
+        json!({"skill": "steps", "runner": "sleep", "inputs": {"seconds": 3}}),
+    );
+    s.request(json!("queued"), "run", json!({"skill": "steps"}));
+    s.request(json!("c"), "cancel", json!({"id": "queued"}));
+    let v = s.answer(&json!("queued"));
+    assert_eq!(v["result"]["error"]["kind"], "interrupted", "{v}");
+    assert_eq!(
+        v["result"]["runner"], "echo",
+        "the receipt names the step: {v}"
+    );
+    assert!(Path::new(v["result"]["receipt"].as_str().unwrap()).is_file());
+    assert!(
+        started.elapsed() < Duration::from_secs(2),
+        "it waited for the running step: {:?}",
+        started.elapsed()
+    );
+    s.request(json!("c2"), "cancel", json!({"id": "long"}));
+    assert_eq!(
+        s.answer(&json!("long"))["result"]["error"]["kind"],
+        "interrupted"
+    );
+}
+
+#[test]
+fn ctrl_c_interrupts_every_step_answers_and_exits_130() {
+    let ws = tempfile::tempdir().unwrap();
+    package(ws.path());
+    let mut s = Session::start(ws.path(), &["--pool-size", "2"]);
+    s.request(json!(1), "run", json!({"skill": "steps", "runner": "spin"}));
+    s.request(
+        json!(2),
+        "run",
+        json!({"skill": "steps", "runner": "sleep"}),
+    );
+    std::thread::sleep(Duration::from_millis(500));
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(s.child.id() as i32),
+        nix::sys::signal::Signal::SIGINT,
+    )
+    .unwrap();
+    let mut kinds = vec![s.next(), s.next()]
+        .into_iter()
+        .map(|v| (v["id"].clone(), v["result"]["error"]["kind"].clone()))
+        .collect::<Vec<_>>();
+    kinds.sort_by_key(|(id, _)| id.as_i64());
+    assert_eq!(
+        kinds,
+        vec![
+            (json!(1), json!("interrupted")),
+            (json!(2), json!("interrupted"))
+        ]
+    );
+    let status = s.child.wait().unwrap();
+    assert_eq!(status.code(), Some(130));
+}
