@@ -152,7 +152,7 @@ impl Server {
         self.shared.close();
         let deadline = Instant::now() + timeout;
         let mut jobs = self.shared.lock();
-        while !jobs.in_flight.is_empty() {
+        while !jobs.in_flight.is_empty() || jobs.running > 0 {
             let left = deadline.saturating_duration_since(Instant::now());
             if left.is_zero() {
                 return false;
@@ -415,14 +415,14 @@ impl Shared {
         }
     }
 
-    /// Runs a request taken off the queue, answers it and forgets it.
+    /// Runs a request taken off the queue, answers it and forgets it. Its id is free (and
+    /// no longer cancellable) before the answer is written, so a client that has read the
+    /// answer never finds it still in flight; it stays `running` until the answer is out.
     fn complete(&self, job: &Job) {
         let line = self.answer(job);
+        self.lock().in_flight.remove(&job.key);
         self.write(&line);
-        let mut jobs = self.lock();
-        jobs.running -= 1;
-        jobs.in_flight.remove(&job.key);
-        drop(jobs);
+        self.lock().running -= 1;
         self.changed.notify_all();
     }
 
