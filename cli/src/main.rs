@@ -49,7 +49,7 @@ enum Command {
     Harness(HarnessArgs),
     /// Measure runx on this machine: `runx bench pages`.
     Bench(bench_cmd::BenchArgs),
-    /// Serve steps to a graph runner: JSON-RPC 2.0 over stdin/stdout, one object per line.
+    // About and help text are on `ServeArgs`, beside the flags they describe.
     Serve(serve_cmd::ServeArgs),
     /// The worker process (started by runx itself).
     #[command(name = "__worker", hide = true)]

@@ -165,7 +165,7 @@ impl RunError {
         RunError::new(
             FailureKind::Interrupted,
             "interrupted",
-            "the run was interrupted; its workers and processes were killed",
+            "the run was interrupted; the worker or process group running it was killed",
         )
     }
 

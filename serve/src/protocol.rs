@@ -289,20 +289,13 @@ pub fn error_line(id: &Value, e: &RpcError) -> Vec<u8> {
     if let Some(data) = &e.data {
         error["data"] = data.clone();
     }
-    let mut line = json!({"jsonrpc": "2.0", "id": id, "error": error})
-        .to_string()
-        .into_bytes();
-    line.push(b'\n');
-    line
+    format!("{{\"jsonrpc\":\"2.0\",\"id\":{id},\"error\":{error}}}\n").into_bytes()
 }
 
 /// A notification.
 pub fn notification_line(method: &str, params: Value) -> Vec<u8> {
-    let mut line = json!({"jsonrpc": "2.0", "method": method, "params": params})
-        .to_string()
-        .into_bytes();
-    line.push(b'\n');
-    line
+    let method = Value::from(method);
+    format!("{{\"jsonrpc\":\"2.0\",\"method\":{method},\"params\":{params}}}\n").into_bytes()
 }
 
 #[cfg(test)]
