@@ -30,20 +30,24 @@ class RunxServe(WorkerPlugin):
     """Starts one `runx serve` when a worker process starts, stops it with the worker.
 
     `runx` is the executable on the worker's machine. Steps run at most `pool_size` at a time
-    in that server (one per Dask thread is the natural size); `cwd` is the server's working
-    directory, against which relative skill and data paths resolve.
+    in that server (default: the worker's thread count, so every Dask thread has a slot);
+    `cwd` is the server's working directory, against which relative skill and data paths
+    resolve.
     """
 
     name = PLUGIN
 
-    def __init__(self, runx: str = "runx", pool_size: int = 1, cwd: Optional[str] = None) -> None:
+    def __init__(
+        self, runx: str = "runx", pool_size: Optional[int] = None, cwd: Optional[str] = None
+    ) -> None:
         self.runx = runx
         self.pool_size = pool_size
         self.cwd = cwd
         self.client: Optional[RunxClient] = None
 
     def setup(self, worker: Any) -> None:
-        self.client = RunxClient(self.runx, pool_size=self.pool_size, cwd=self.cwd)
+        threads = int(getattr(worker, "nthreads", 1) or 1)
+        self.client = RunxClient(self.runx, pool_size=self.pool_size or threads, cwd=self.cwd)
 
     def teardown(self, worker: Any) -> None:
         if self.client is not None:
