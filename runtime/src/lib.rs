@@ -53,7 +53,12 @@
 //! }
 //! // Every run, sealed or not, leaves a receipt.
 //! println!("receipt: {:?}", outcome.receipt_path);
+//! // Another thread may stop this one step: `step.cancel.cancel()` kills its worker (or its
+//! // cli-tool process group) and the run ends `interrupted`, with its receipt.
 //! ```
+//!
+//! Graph runners in other languages reach the same warm runtime through `runx serve`
+//! (the `runx-serve` crate): JSON-RPC 2.0 over stdio, one step per `run` request.
 #![deny(unsafe_code)]
 #![warn(missing_docs)]
 
