@@ -366,7 +366,7 @@ fn concurrent_steps_answer_out_of_order_with_their_ids() {
     s.request(
         json!("slow"),
         "run",
-        json!({"skill": "steps", "runner": "sleep", "inputs": {"seconds": 1}}),
+        json!({"skill": "steps", "runner": "sleep", "inputs": {"seconds": 2}}),
     );
     s.request(
         json!("fast"),
@@ -767,6 +767,9 @@ fn ctrl_c_interrupts_every_step_answers_and_exits_130() {
     let ws = tempfile::tempdir().unwrap();
     package(ws.path());
     let mut s = Session::start(ws.path(), &["--pool-size", "2"]);
+    // An answer means the server is reading, so its Ctrl-C handler is in place.
+    s.request(json!(0), "inspect", json!({"skill": "steps"}));
+    assert_eq!(s.next()["result"]["skill"], "steps");
     s.request(json!(1), "run", json!({"skill": "steps", "runner": "spin"}));
     s.request(
         json!(2),

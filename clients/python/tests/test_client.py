@@ -57,7 +57,7 @@ def test_inspect_and_a_package_that_does_not_load(runx_bin: str, workspace: Path
 
 def test_threads_share_one_server_and_answers_come_out_of_order(runx_bin: str, workspace: Path) -> None:
     with Client(runx_bin, cwd=workspace, pool_size=2, queue=64) as runx:
-        slow = runx.submit("steps", {"seconds": 0.8}, runner="sleep")
+        slow = runx.submit("steps", {"seconds": 2}, runner="sleep")
         fast = runx.submit("steps", {"x": 1})
         assert fast.result(10).output["inputs"] == {"x": 1}
         assert not slow.done(), "the fast step waited for the slow one"
