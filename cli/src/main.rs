@@ -5,9 +5,10 @@
 
 use clap::{Parser, Subcommand};
 use runx_runtime::inputs::{parse_object, parse_pairs};
+use runx_runtime::report;
 use runx_runtime::workers::{self, DEFAULT_ENGINE};
 use runx_runtime::{FailureKind, RunError, RunOutcome, RunRequest, Runtime};
-use serde_json::{Map, Value, json};
+use serde_json::{Map, Value};
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -18,7 +19,7 @@ mod harness_cmd;
 mod inspect;
 mod progress;
 mod receipt_cmd;
-mod streams;
+mod serve_cmd;
 
 /// Exit code for usage and input errors.
 const EXIT_USAGE: u8 = 64;
@@ -52,6 +53,8 @@ enum Command {
     /// Check receipts offline (`runx receipt verify FILE|DIR...`) or print one (`show FILE`).
     #[command(subcommand)]
     Receipt(receipt_cmd::ReceiptCommand),
+    // About and help text are on `ServeArgs`, beside the flags they describe.
+    Serve(serve_cmd::ServeArgs),
     /// The worker process (started by runx itself).
     #[command(name = "__worker", hide = true)]
     Worker,
@@ -158,6 +161,7 @@ fn main() -> ExitCode {
             bench_cmd::run(&runtime(engine, receipt_cmd::Keys::default()), args)
         }
         Command::Receipt(command) => receipt_cmd::run(command),
+        Command::Serve(args) => serve_cmd::run(engine, args),
         Command::Worker => ExitCode::SUCCESS,
     }
 }
@@ -210,11 +214,7 @@ fn skill(args: SkillArgs, engine: &str) -> ExitCode {
             Ok(i) => i,
             Err(e) => {
                 if args.json {
-                    print_json(&json!({
-                        "status": "failure", "skill": null, "runner": args.runner,
-                        "output": null, "receipt": null, "error": e,
-                        "console": null, "stderr": null,
-                    }));
+                    print_json(&report::refused(args.runner.as_deref(), &e));
                 }
                 return usage(&e.message);
             }
@@ -254,20 +254,11 @@ fn package_dir(dir: &Path) -> PathBuf {
 }
 
 fn report(o: &RunOutcome, as_json: bool) {
-    let receipt_path = o.receipt_path.as_ref().map(|p| p.display().to_string());
     if as_json {
-        print_json(&json!({
-            "status": o.status(),
-            "skill": o.skill,
-            "runner": o.runner,
-            "output": o.output(),
-            "receipt": receipt_path,
-            "error": o.error(),
-            "console": streams::console_json(&o.log),
-            "stderr": o.stderr.as_ref().map(streams::stderr_json),
-        }));
+        print_json(&report::run_result(o));
         return;
     }
+    let receipt_path = o.receipt_path.as_ref().map(|p| p.display().to_string());
     for line in &o.log.lines {
         eprintln!("[{}] {}", line.level, line.message);
     }

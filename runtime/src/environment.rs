@@ -11,8 +11,12 @@ pub enum EnvSource {
     /// The calling process's environment (only declared names are read).
     #[default]
     Process,
-    /// Exactly these values; nothing else is visible (harness cases, embedders).
+    /// Exactly these values for the declared names (harness cases, embedders); a cli-tool
+    /// still gets the baseline names (`PATH`, `HOME`, locale, ...) of the calling process.
     Map(BTreeMap<String, String>),
+    /// Exactly these values, for the declared names and a cli-tool's baseline names alike:
+    /// nothing is read from the calling process (a step server's request).
+    Only(BTreeMap<String, String>),
 }
 
 impl EnvSource {
@@ -20,7 +24,16 @@ impl EnvSource {
     pub fn get(&self, name: &str) -> Option<String> {
         match self {
             EnvSource::Process => std::env::var(name).ok(),
-            EnvSource::Map(m) => m.get(name).cloned(),
+            EnvSource::Map(m) | EnvSource::Only(m) => m.get(name).cloned(),
+        }
+    }
+
+    /// The value of a name outside the declared ones (the cli-tool baseline: `PATH`, `HOME`,
+    /// locale, certificates): the calling process's, unless this source is [`EnvSource::Only`].
+    pub fn host(&self, name: &str) -> Option<OsString> {
+        match self {
+            EnvSource::Process | EnvSource::Map(_) => std::env::var_os(name),
+            EnvSource::Only(m) => m.get(name).map(OsString::from),
         }
     }
 }
@@ -48,12 +61,6 @@ pub fn declared(runner: &Runner, env: &EnvSource) -> Result<BTreeMap<String, Str
         }
     }
     Ok(out)
-}
-
-/// A host environment value outside the declared names (the cli-tool baseline: `PATH`, `HOME`,
-/// locale, certificates), read from the calling process.
-pub(crate) fn host_value(name: &str) -> Option<OsString> {
-    std::env::var_os(name)
 }
 
 #[cfg(test)]
@@ -91,5 +98,15 @@ mod tests {
             (FailureKind::Environment, "missing_environment")
         );
         assert!(e.message.contains("`REGION`"), "{e}");
+    }
+
+    #[test]
+    fn only_reads_nothing_of_the_host_not_even_the_baseline() {
+        // PATH is set in every test process; `Map` still lets it through, `Only` never.
+        let only = EnvSource::Only(BTreeMap::from([("HOME".to_string(), "/h".to_string())]));
+        assert_eq!(only.host("PATH"), None);
+        assert_eq!(only.host("HOME"), Some(OsString::from("/h")));
+        assert_eq!(only.get("HOME").as_deref(), Some("/h"));
+        assert!(EnvSource::Map(BTreeMap::new()).host("PATH").is_some());
     }
 }

@@ -50,7 +50,7 @@ pub enum FailureKind {
     WorkerCrashed,
     /// The host sent the worker a request it refused (a runtime bug).
     InvalidRequest,
-    /// The run was interrupted (Ctrl-C, `Runtime::interrupt`).
+    /// The run was interrupted (Ctrl-C, `Runtime::interrupt`, its request's cancel token).
     Interrupted,
     /// A bug or an unexpected state in runx itself.
     Internal,
@@ -165,7 +165,7 @@ impl RunError {
         RunError::new(
             FailureKind::Interrupted,
             "interrupted",
-            "the run was interrupted; its workers and processes were killed",
+            "the run was interrupted; the worker or process group running it was killed",
         )
     }
 
@@ -202,6 +202,7 @@ impl From<Failure> for RunError {
             FailureCode::OutputRejected => FailureKind::OutputRejected,
             FailureCode::ResourceLimit => FailureKind::ResourceLimit,
             FailureCode::WorkerCrashed => FailureKind::WorkerCrashed,
+            FailureCode::Interrupted => FailureKind::Interrupted,
             FailureCode::Internal => FailureKind::Internal,
         };
         let code = f.limit.map_or(f.code.name(), |l| l.name());

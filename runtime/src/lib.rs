@@ -23,6 +23,7 @@
 //! | [`subprocess`] | staging, environment, command lookup, supervision, capture of a process |
 //! | [`receipt`], [`digest`] | receipts; canonical JSON and digests |
 //! | [`signing`], [`verification`] | receipt keys, seals and signatures; checking receipt files |
+//! | [`report`] | the JSON of a run's result and of a package's description, as printed |
 //! | [`harness`] | fixture cases: discovery, running, matching |
 //! | [`workers`], [`cancel`], [`progress`] | the worker pool, cancellation, page progress |
 //!
@@ -53,7 +54,12 @@
 //! }
 //! // Every run, sealed or not, leaves a receipt.
 //! println!("receipt: {:?}", outcome.receipt_path);
+//! // Another thread may stop this one step: `step.cancel.cancel()` kills its worker (or its
+//! // cli-tool process group) and the run ends `interrupted`, with its receipt.
 //! ```
+//!
+//! Graph runners in other languages reach the same warm runtime through `runx serve`
+//! (the `runx-serve` crate): JSON-RPC 2.0 over stdio, one step per `run` request.
 #![deny(unsafe_code)]
 #![warn(missing_docs)]
 
@@ -69,6 +75,7 @@ pub mod limits;
 pub mod profile;
 pub mod progress;
 pub mod receipt;
+pub mod report;
 mod runner;
 pub mod runtime;
 pub mod signing;

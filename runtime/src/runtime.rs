@@ -20,7 +20,6 @@ use runx_worker::engine::ConsoleLog;
 use runx_worker::process::WorkerCommand;
 use serde_json::{Map, Value};
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
 /// One run of one runner.
@@ -40,6 +39,9 @@ pub struct RunRequest {
     pub receipt_dir: Option<PathBuf>,
     /// Called after each page of a paged run.
     pub progress: Option<ProgressSink>,
+    /// Cancels this run alone: its worker or process group is killed and it ends
+    /// `interrupted` (with a receipt). [`Runtime::interrupt`] cancels it too.
+    pub cancel: CancelToken,
 }
 
 impl RunRequest {
@@ -54,6 +56,7 @@ impl RunRequest {
             workspace: default_workspace(),
             receipt_dir: None,
             progress: None,
+            cancel: CancelToken::new(),
         }
     }
 
@@ -123,7 +126,7 @@ impl RunOutcome {
 pub struct Runtime {
     workers: Workers,
     instance: String,
-    interrupted: AtomicBool,
+    /// Every run's token is linked under this one.
     cancel: CancelToken,
     engine: String,
     signer: Option<Signer>,
@@ -145,7 +148,6 @@ impl Runtime {
         Runtime {
             workers: Workers::new(worker),
             instance: instance_id(),
-            interrupted: AtomicBool::new(false),
             cancel: CancelToken::default(),
             engine: DEFAULT_ENGINE.to_string(),
             signer: None,
@@ -202,9 +204,9 @@ impl Runtime {
         &self.instance
     }
 
-    /// Stops everything in flight: kills every worker and subprocess; runs end `interrupted`.
+    /// Stops everything in flight: kills every worker and subprocess; runs end `interrupted`,
+    /// and so does every later run. To stop one run, cancel its [`RunRequest::cancel`].
     pub fn interrupt(&self) {
-        self.interrupted.store(true, Ordering::SeqCst);
         self.cancel.cancel();
         self.workers.kill_all();
     }
@@ -219,10 +221,12 @@ impl Runtime {
     pub fn run(&self, req: &RunRequest) -> RunOutcome {
         let started = Instant::now();
         let started_at_ms = now_ms();
+        self.cancel.link(&req.cancel);
         let (identity, ran) = self.execute(req);
         let Ran { result, provenance } = ran;
         let mut result = result.map(|p| p.output);
-        if self.interrupted.load(Ordering::SeqCst) && result.is_err() {
+        // Whatever a killed worker or process looked like, a cancelled run was interrupted.
+        if req.cancel.is_cancelled() && result.is_err() {
             result = Err(RunError::interrupted());
         }
         let closure = Closure::of(&result);
@@ -301,8 +305,11 @@ impl Runtime {
         };
         identity.runner = runner.name.clone();
         identity.runner_type = Some(runner.kind.runner_type());
+        if req.cancel.is_cancelled() {
+            return (identity, Ran::failed(RunError::interrupted()));
+        }
         let ran = match self.step(&profile, runner, req) {
-            Ok(step) => self.dispatch(step),
+            Ok(step) => self.dispatch(step, &req.cancel),
             Err(e) => Ran::failed(e),
         };
         (identity, checked(ran, runner))
@@ -321,6 +328,7 @@ impl Runtime {
             runner,
             inputs: resolved.inputs,
             environment: environment::declared(runner, &req.env)?,
+            env: &req.env,
             workspace: &req.workspace,
             progress: req.progress.as_ref(),
             page_source: resolved.page_source,
@@ -345,10 +353,10 @@ impl Runtime {
         vars
     }
 
-    fn dispatch(&self, step: Step<'_>) -> Ran {
+    fn dispatch(&self, step: Step<'_>, cancel: &CancelToken) -> Ran {
         let ctx = RunContext {
             workers: &self.workers,
-            cancel: &self.cancel,
+            cancel,
             instance: &self.instance,
         };
         match &step.runner.kind {

@@ -9,7 +9,9 @@
 //! - [`bundle`] and [`specifier`]: the module closure and the one rule for what an import may name.
 //! - [`frame`] and [`protocol`]: length-prefixed frames between host and worker.
 //! - [`serve`]: the worker process loop (`runx __worker`, or the `runx-worker` binary).
-//! - [`pool`] and [`process`]: supervised worker processes on the host side.
+//! - [`pool`] and [`process`]: supervised worker processes on the host side; [`cancel`]: stopping
+//!   one call (its worker is killed) or everything at once; [`descriptor`]: the channel page
+//!   descriptors travel on.
 //! - [`limits`] and [`failure`]: limits as data, typed failures; [`fatal`]: the answer a worker
 //!   still gives when its engine must end the process.
 //!
@@ -41,6 +43,7 @@
 #![warn(missing_docs)]
 
 pub mod bundle;
+pub mod cancel;
 pub mod descriptor;
 pub mod engine;
 pub mod failure;

@@ -9,6 +9,7 @@ mod harness;
 mod javascript;
 mod pages;
 mod receipts;
+mod serve;
 
 use serde_json::Value;
 use std::path::{Path, PathBuf};

@@ -6,7 +6,6 @@
 
 use super::{Produced, Provenance, Ran, RunContext, Step};
 use crate::digest::digest;
-use crate::environment::host_value;
 use crate::failure::{FailureKind, RunError};
 use crate::limits::{self, CAPTURE_BYTES, CLI_WALL, KILL_GRACE};
 use crate::profile::template::{self, Piece};
@@ -53,7 +52,7 @@ fn prepare_and_run(
     let (files, mut staged) = subprocess::stage_inputs(&step.inputs)?;
     staged.extend(step.transport.iter().cloned());
     let env = subprocess::build_env(
-        &host_value,
+        &|name| step.env.host(name),
         &runner.environment,
         &step.environment,
         step.workspace,
