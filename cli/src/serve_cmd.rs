@@ -41,6 +41,8 @@ pub struct ServeArgs {
     /// The longest request line in bytes; a longer one gets -32600 and the server goes on.
     #[arg(long, value_name = "BYTES", default_value_t = DEFAULT_MAX_REQUEST_BYTES)]
     max_request_bytes: usize,
+    #[command(flatten)]
+    sign: crate::receipt_cmd::SignArgs,
 }
 
 /// Runs the server until `shutdown` or the end of stdin.
@@ -55,11 +57,21 @@ pub fn run(engine: &str, args: ServeArgs) -> ExitCode {
     if let Some(n) = args.pool_size {
         config = config.pool_size(n);
     }
-    let runtime = Arc::new(
-        Runtime::new(workers::current_exe_worker())
-            .with_engine(engine)
-            .with_pool_size(config.pool_size),
-    );
+    // Every step's receipt is signed when the server has a key, as for `runx skill`.
+    let keys = match crate::receipt_cmd::keys(&args.sign) {
+        Ok(k) => k,
+        Err(e) => return super::usage(&e.message),
+    };
+    let mut rt = Runtime::new(workers::current_exe_worker())
+        .with_engine(engine)
+        .with_pool_size(config.pool_size);
+    if let Some(signer) = keys.signer {
+        rt = rt.with_signer(signer);
+    }
+    if let Some(key) = keys.verify {
+        rt = rt.with_verify_key(key);
+    }
+    let runtime = Arc::new(rt);
     tracing::info!(
         pool_size = config.pool_size,
         queue = config.queue,

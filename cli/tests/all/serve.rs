@@ -797,3 +797,29 @@ fn ctrl_c_interrupts_every_step_answers_and_exits_130() {
     let status = s.child.wait().unwrap();
     assert_eq!(status.code(), Some(130));
 }
+
+#[test]
+fn steps_are_signed_with_the_servers_key_and_half_a_key_refuses_to_start() {
+    let ws = tempfile::tempdir().unwrap();
+    package(ws.path());
+    let seed = "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=";
+    let key = [
+        ("RUNX_RECEIPT_SIGN_KID", "serve-key"),
+        ("RUNX_RECEIPT_SIGN_ED25519_SEED_BASE64", seed),
+        ("RUNX_RECEIPT_SIGN_ISSUER_TYPE", "ci"),
+    ];
+    let mut s = Session::start_with_env(ws.path(), &["--pool-size", "1"], &key);
+    s.request(json!(1), "run", json!({"skill": "steps"}));
+    let answer = s.answer(&json!(1));
+    let receipt = answer["result"]["receipt"].as_str().unwrap().to_string();
+    let (code, _) = s.close();
+    assert_eq!(code, 0);
+    let text = std::fs::read_to_string(&receipt).unwrap();
+    let r: Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(r["signature"]["kid"], "serve-key", "{r}");
+    assert!(!text.contains(seed), "the seed is in the receipt");
+    // Half a key is a usage error before the server reads anything.
+    let out = run_in(ws.path(), &["serve"], &key[..1]);
+    assert_eq!(out.status.code(), Some(64));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("RUNX_RECEIPT_SIGN"));
+}
