@@ -14,9 +14,9 @@ pub fn run(rt: &Runtime, paths: &[PathBuf], as_json: bool) -> ExitCode {
     let suites = match harness::discover(paths) {
         Ok(s) => s,
         Err(e) => {
-            eprintln!("runx: {e}");
+            errln!("runx: {e}");
             if as_json {
-                println!(
+                outln!(
                     "{}",
                     serde_json::json!({"status": "malformed", "error": e.to_string()})
                 );
@@ -30,7 +30,7 @@ pub fn run(rt: &Runtime, paths: &[PathBuf], as_json: bool) -> ExitCode {
         }
     });
     if as_json {
-        println!(
+        outln!(
             "{}",
             serde_json::to_string(&report).unwrap_or_else(|_| "{}".to_string())
         );
@@ -42,11 +42,11 @@ pub fn run(rt: &Runtime, paths: &[PathBuf], as_json: bool) -> ExitCode {
 
 fn print_case(c: &CaseResult) {
     let verdict = if c.passed { "PASS" } else { "FAIL" };
-    println!("{verdict} {}/{} ({} ms)", c.package, c.case, c.duration_ms);
+    outln!("{verdict} {}/{} ({} ms)", c.package, c.case, c.duration_ms);
     if let Some(m) = &c.mismatch {
-        println!("  at {}: {}", m.path, m.message);
-        println!("    expected: {}", compact(&m.expected));
-        println!("    actual:   {}", compact(&m.actual));
+        outln!("  at {}: {}", m.path, m.message);
+        outln!("    expected: {}", compact(&m.expected));
+        outln!("    actual:   {}", compact(&m.actual));
     }
 }
 
@@ -56,10 +56,10 @@ fn compact(v: &serde_json::Value) -> String {
 
 fn print_summary(report: &Report) {
     for package in &report.not_declared {
-        println!("{package}: no harness cases declared (not_declared)");
+        outln!("{package}: no harness cases declared (not_declared)");
     }
     if report.status == ReportStatus::NotDeclared {
-        println!("not_declared: no harness cases to run");
+        outln!("not_declared: no harness cases to run");
     }
-    println!("{}", report.summary());
+    outln!("{}", report.summary());
 }

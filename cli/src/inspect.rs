@@ -11,13 +11,13 @@ pub fn inspect(dir: &Path, as_json: bool) -> ExitCode {
     let p = match profile::load(dir) {
         Ok(p) => p,
         Err(e) => {
-            eprintln!("runx: {e}");
+            errln!("runx: {e}");
             return ExitCode::from(super::EXIT_USAGE);
         }
     };
     let doc = describe(&p);
     if as_json {
-        println!("{}", serde_json::to_string_pretty(&doc).unwrap_or_default());
+        outln!("{}", serde_json::to_string_pretty(&doc).unwrap_or_default());
     } else {
         print_human(&p, &doc);
     }
@@ -95,7 +95,7 @@ fn limits_json(applied: &AppliedLimits) -> Value {
 }
 
 fn print_human(p: &Profile, doc: &Value) {
-    println!("{} {} ({})", p.skill, p.version, p.dir.display());
+    outln!("{} {} ({})", p.skill, p.version, p.dir.display());
     let empty = Vec::new();
     for r in doc["runners"].as_array().unwrap_or(&empty) {
         let name = r["name"].as_str().unwrap_or("");
@@ -106,31 +106,31 @@ fn print_human(p: &Profile, doc: &Value) {
         };
         let ty = r["type"].as_str().unwrap_or("");
         if r["runs_here"] == json!(false) {
-            println!("\nrunner {name}{default} — {ty} (not run by this runtime)");
+            outln!("\nrunner {name}{default} — {ty} (not run by this runtime)");
             continue;
         }
-        println!("\nrunner {name}{default} — {ty}");
+        outln!("\nrunner {name}{default} — {ty}");
         for key in ["module", "export", "command"] {
             if let Some(v) = r[key].as_str() {
-                println!("  {key}: {v}");
+                outln!("  {key}: {v}");
             }
         }
         if !r["pages"].is_null() {
-            println!("  pages: {}", r["pages"]);
+            outln!("  pages: {}", r["pages"]);
         }
         for (section, v) in [("inputs", &r["inputs"]), ("outputs", &r["outputs"])] {
             if let Some(m) = v.as_object().filter(|m| !m.is_empty()) {
-                println!("  {section}:");
+                outln!("  {section}:");
                 for (k, d) in m {
-                    println!("    {k}: {d}");
+                    outln!("    {k}: {d}");
                 }
             }
         }
-        println!("  environment: {}", r["environment"]);
+        outln!("  environment: {}", r["environment"]);
         if let Some(runner) = p.runners.get(name) {
-            println!("  limits:");
+            outln!("  limits:");
             for (def, value) in limits::for_runner(runner).entries() {
-                println!(
+                outln!(
                     "    {}: {} — {}",
                     def.name,
                     limits::human(def, *value),

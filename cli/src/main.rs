@@ -4,19 +4,21 @@
 #![forbid(unsafe_code)]
 
 use clap::{Parser, Subcommand};
-use runx_runtime::inputs::{parse_kv, parse_object};
+use runx_runtime::inputs::{parse_kv, read_object, read_object_file};
 use runx_runtime::workers::{self, DEFAULT_ENGINE};
 use runx_runtime::{FailureKind, RunError, RunOutcome, RunRequest, Runtime};
 use serde_json::{Map, Value, json};
-use std::io::Read;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 
+#[macro_use]
+mod output;
 mod bench_cmd;
 mod harness_cmd;
 mod inspect;
 mod progress;
+mod signals;
 
 /// Exit code for usage and input errors.
 const EXIT_USAGE: u8 = 64;
@@ -124,7 +126,10 @@ fn main() -> ExitCode {
             Some(SkillCommand::Inspect(a)) => inspect::inspect(&a.dir, a.json),
             None => skill(args, engine),
         },
-        Command::Harness(args) => harness_cmd::run(&runtime(engine), &args.paths, args.json),
+        Command::Harness(args) => {
+            let code = harness_cmd::run(&runtime(engine), &args.paths, args.json);
+            signals::exit_code().map_or(code, ExitCode::from)
+        }
         Command::Bench(args) => bench_cmd::run(&runtime(engine), args),
         Command::Worker => ExitCode::SUCCESS,
     }
@@ -146,19 +151,16 @@ fn init_tracing(verbose: u8) {
         .try_init();
 }
 
-/// The runtime of this process on `engine`, its workers this very executable, with Ctrl-C
-/// wired to kill its workers and subprocesses.
+/// The runtime of this process on `engine`, its workers this very executable, with Ctrl-C,
+/// SIGTERM and SIGHUP wired to kill its workers and subprocesses ([`signals`]).
 fn runtime(engine: &str) -> Arc<Runtime> {
     let rt = Arc::new(Runtime::new(workers::current_exe_worker()).with_engine(engine));
-    let handler = rt.clone();
-    if let Err(e) = ctrlc::set_handler(move || handler.interrupt()) {
-        tracing::warn!("cannot install the Ctrl-C handler: {e}");
-    }
+    signals::install(rt.clone());
     rt
 }
 
 fn usage(message: &str) -> ExitCode {
-    eprintln!("runx: {message}");
+    errln!("runx: {message}");
     ExitCode::from(EXIT_USAGE)
 }
 
@@ -166,31 +168,33 @@ fn skill(args: SkillArgs, engine: &str) -> ExitCode {
     let Some(dir) = &args.dir else {
         return usage("name the skill package directory: runx skill DIR");
     };
-    let inputs = match read_inputs(&args) {
-        Ok(i) => i,
-        Err(e) => {
-            if args.json {
-                print_json(&json!({
-                    "status": "failure", "skill": null, "runner": args.runner,
-                    "output": null, "receipt": null, "error": e,
-                }));
-            }
-            return usage(&e.message);
-        }
-    };
+    let inputs = read_inputs(&args);
+    // Signals are routed to the runtime only now: until the inputs are read (stdin may wait on
+    // a terminal) there is nothing to clean up and the default action ends runx.
     let rt = runtime(engine);
-    let mut req = RunRequest::new(dir, inputs);
+    let mut req = RunRequest::new(dir, Map::new());
     req.runner = args.runner.clone();
     req.receipt_dir = args.receipt_dir.clone();
-    let bar = progress::sink().map(|(sink, bar)| {
-        req.progress = Some(sink);
-        bar
-    });
-    let outcome = rt.run(&req);
-    if let Some(bar) = &bar {
-        progress::finish(bar);
-    }
+    let outcome = match inputs {
+        Ok(inputs) => {
+            req.inputs = inputs;
+            let bar = progress::sink().map(|(sink, bar)| {
+                req.progress = Some(sink);
+                bar
+            });
+            let outcome = rt.run(&req);
+            if let Some(bar) = &bar {
+                progress::finish(bar);
+            }
+            outcome
+        }
+        // Refused before anything runs, but receipted like any run of a known package.
+        Err(e) => rt.refuse(&req, e),
+    };
     report(&outcome, args.json);
+    if let Some(code) = signals::exit_code() {
+        return ExitCode::from(code);
+    }
     ExitCode::from(outcome.exit_code() as u8)
 }
 
@@ -208,21 +212,21 @@ fn report(o: &RunOutcome, as_json: bool) {
         return;
     }
     for line in &o.log.lines {
-        eprintln!("[{}] {}", line.level, line.message);
+        errln!("[{}] {}", line.level, line.message);
     }
     match &o.result {
         Ok(out) => {
-            eprintln!(
+            errln!(
                 "runx: {} {} sealed in {} ms (receipt {})",
                 o.skill,
                 o.runner,
                 o.receipt.duration_ms,
                 receipt_path.as_deref().unwrap_or("not written")
             );
-            println!("{}", serde_json::to_string_pretty(out).unwrap_or_default());
+            outln!("{}", serde_json::to_string_pretty(out).unwrap_or_default());
         }
         Err(e) => {
-            eprintln!(
+            errln!(
                 "runx: {} {} failed ({}/{}): {}",
                 if o.skill.is_empty() {
                     "skill"
@@ -235,17 +239,18 @@ fn report(o: &RunOutcome, as_json: bool) {
                 e.message
             );
             if let Some(p) = receipt_path {
-                eprintln!("runx: receipt {p}");
+                errln!("runx: receipt {p}");
             }
         }
     }
 }
 
 fn print_json(v: &Value) {
-    println!("{}", serde_json::to_string(v).unwrap_or_default());
+    outln!("{}", serde_json::to_string(v).unwrap_or_default());
 }
 
-/// Reads `--inputs FILE|-` or the `-i` pairs (never both).
+/// Reads `--inputs FILE|-` or the `-i` pairs (never both). A file is read inside the working
+/// directory and stdin up to the `inputs_bytes` limit (`runx_runtime::inputs`).
 fn read_inputs(args: &SkillArgs) -> Result<Map<String, Value>, RunError> {
     match (&args.inputs, args.input.is_empty()) {
         (Some(_), false) => Err(RunError::new(
@@ -253,46 +258,12 @@ fn read_inputs(args: &SkillArgs) -> Result<Map<String, Value>, RunError> {
             "mixed_inputs",
             "use either --inputs or -i KEY=VALUE, not both",
         )),
-        (Some(src), true) if src == "-" => {
-            let mut buf = Vec::new();
-            std::io::stdin().read_to_end(&mut buf).map_err(|e| {
-                RunError::new(
-                    FailureKind::Input,
-                    "stdin",
-                    format!("cannot read stdin: {e}"),
-                )
-            })?;
-            Ok(parse_object(&buf, "stdin")?)
-        }
+        (Some(src), true) if src == "-" => Ok(read_object(&mut std::io::stdin().lock(), "stdin")?),
         (Some(file), true) => {
             let cwd = std::env::current_dir()
                 .and_then(|d| d.canonicalize())
                 .map_err(|e| RunError::new(FailureKind::Input, "cwd", e.to_string()))?;
-            let path = cwd.join(file).canonicalize().map_err(|e| {
-                RunError::new(
-                    FailureKind::Input,
-                    "inputs_file",
-                    format!("cannot open inputs file `{file}`: {e}"),
-                )
-            })?;
-            if !path.starts_with(&cwd) {
-                return Err(RunError::new(
-                    FailureKind::Input,
-                    "inputs_file",
-                    format!(
-                        "inputs file `{file}` lies outside the working directory {}",
-                        cwd.display()
-                    ),
-                ));
-            }
-            let bytes = std::fs::read(&path).map_err(|e| {
-                RunError::new(
-                    FailureKind::Input,
-                    "inputs_file",
-                    format!("cannot read `{file}`: {e}"),
-                )
-            })?;
-            Ok(parse_object(&bytes, file)?)
+            Ok(read_object_file(&cwd, file)?)
         }
         (None, _) => Ok(parse_kv(&args.input)?),
     }

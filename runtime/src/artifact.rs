@@ -1,7 +1,9 @@
 //! Artifact admission: a contained regular file copied once into an immutable, memory-mapped
-//! snapshot while it is hashed.
+//! snapshot while it is hashed. The file is opened through [`runx_worker::scope`], like every
+//! other file runx reads for a package.
 
 use crate::limits::{ARTIFACT_BYTES, LimitDef};
+use runx_worker::scope::{Scope, ScopeError};
 use sha2::{Digest, Sha256};
 use std::io::{self, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
@@ -37,21 +39,22 @@ pub enum AdmissionError {
         #[source]
         source: io::Error,
     },
-    /// The path resolves outside its scope.
-    #[error("artifact `{path}` resolves to {}, outside its scope {}", resolved.display(), root.display())]
+    /// The path climbs out of its scope (`..`), is or passes through a symbolic link, or
+    /// crosses into another file system: it may lead outside its scope.
+    #[error("artifact `{path}` is refused: {reason}")]
     OutsideScope {
         /// The path as given.
         path: String,
-        /// Where it leads.
-        resolved: PathBuf,
-        /// The scope directory.
-        root: PathBuf,
+        /// Why, naming the scope.
+        reason: String,
     },
     /// The path names something other than a regular file.
-    #[error("artifact `{path}` is not a regular file")]
+    #[error("artifact `{path}` is {found}, not a regular file")]
     NotAFile {
         /// The path as given.
         path: String,
+        /// What it is: `a directory`, `a FIFO`, ...
+        found: &'static str,
     },
     /// The file is larger than [`ARTIFACT_BYTES`] (or grew past it while it was copied).
     #[error("artifact `{path}` is {bytes} bytes or more; at most {} bytes (512 MiB) are admitted", ARTIFACT_BYTES.max)]
@@ -164,48 +167,62 @@ pub fn admit(path: &str, root: &Path, instance: &str) -> Result<Artifact, Admiss
     })
 }
 
-/// Opens `path` inside `root`: relative, resolving inside the scope, a regular file within
-/// the size limit.
+/// Opens `path` inside `root` through [`Scope`]: relative, reached without any symlink, a
+/// regular file on the scope's device (checked on the opened descriptor), within the size
+/// limit. Nothing is looked up by path twice, so the file cannot be swapped for a link between
+/// a check and the open.
 fn open_contained(path: &str, root: &Path) -> Result<std::fs::File, AdmissionError> {
-    let rel = Path::new(path);
-    if path.is_empty() || rel.is_absolute() {
-        return Err(AdmissionError::NotRelative {
+    let scope = Scope::open(root).map_err(|source| AdmissionError::Scope {
+        root: root.to_path_buf(),
+        source,
+    })?;
+    let file = scope.open_file(path).map_err(|e| refused(path, root, e))?;
+    let len = file
+        .metadata()
+        .map_err(|source| AdmissionError::Open {
             path: path.to_string(),
-        });
-    }
-    let root = root
-        .canonicalize()
-        .map_err(|source| AdmissionError::Scope {
             root: root.to_path_buf(),
             source,
-        })?;
-    let open_err = |source| AdmissionError::Open {
-        path: path.to_string(),
-        root: root.clone(),
-        source,
-    };
-    let full = root.join(rel).canonicalize().map_err(open_err)?;
-    if !full.starts_with(&root) {
-        return Err(AdmissionError::OutsideScope {
-            path: path.to_string(),
-            resolved: full,
-            root,
-        });
-    }
-    let file = std::fs::File::open(&full).map_err(open_err)?;
-    let meta = file.metadata().map_err(open_err)?;
-    if !meta.is_file() {
-        return Err(AdmissionError::NotAFile {
-            path: path.to_string(),
-        });
-    }
-    if meta.len() > ARTIFACT_BYTES.max {
+        })?
+        .len();
+    if len > ARTIFACT_BYTES.max {
         return Err(AdmissionError::TooLarge {
             path: path.to_string(),
-            bytes: meta.len(),
+            bytes: len,
         });
     }
     Ok(file)
+}
+
+/// Why the scope refused the artifact, in admission's words.
+fn refused(path: &str, root: &Path, e: ScopeError) -> AdmissionError {
+    let path = path.to_string();
+    match e {
+        ScopeError::NotRelative { .. } => AdmissionError::NotRelative { path },
+        ScopeError::Escapes { .. }
+        | ScopeError::Symlink { .. }
+        | ScopeError::OtherDevice { .. } => AdmissionError::OutsideScope {
+            path,
+            reason: e.to_string(),
+        },
+        ScopeError::WrongType { found, .. } => AdmissionError::NotAFile { path, found },
+        ScopeError::TooLarge { bytes, .. } => AdmissionError::TooLarge { path, bytes },
+        ScopeError::NotFound { .. } => AdmissionError::Open {
+            path,
+            root: root.to_path_buf(),
+            source: std::io::Error::from(std::io::ErrorKind::NotFound),
+        },
+        ScopeError::Io { source, .. } => AdmissionError::Open {
+            path,
+            root: root.to_path_buf(),
+            source,
+        },
+        other => AdmissionError::Open {
+            path,
+            root: root.to_path_buf(),
+            source: std::io::Error::other(other.to_string()),
+        },
+    }
 }
 
 /// A new, empty, unnamed file for a snapshot: a memory file where the kernel has them (no disk

@@ -50,10 +50,30 @@ pub fn declared(runner: &Runner, env: &EnvSource) -> Result<BTreeMap<String, Str
     Ok(out)
 }
 
-/// A host environment value outside the declared names (the cli-tool baseline: `PATH`, `HOME`,
-/// locale, certificates), read from the calling process.
-pub(crate) fn host_value(name: &str) -> Option<OsString> {
-    std::env::var_os(name)
+/// The baseline a cli-tool child of an [`EnvSource::Map`] run starts from, whatever machine it
+/// runs on (harness cases see exactly this plus their `env`); `HOME` is added and is the run's
+/// workspace.
+pub const FIXED_BASELINE: &[(&str, &str)] = &[
+    ("PATH", "/usr/local/bin:/usr/bin:/bin"),
+    ("LANG", "C.UTF-8"),
+    ("TZ", "UTC"),
+];
+
+impl EnvSource {
+    /// The value of a cli-tool baseline name (`PATH`, `HOME`, locale, certificates, see
+    /// [`crate::subprocess::BASELINE_ENV`]) outside the declared names: the calling process's
+    /// for [`EnvSource::Process`]; for [`EnvSource::Map`], only [`FIXED_BASELINE`] and
+    /// `HOME` = `workspace`, so nothing of the host leaks in.
+    pub fn baseline(&self, name: &str, workspace: &std::path::Path) -> Option<OsString> {
+        match self {
+            EnvSource::Process => std::env::var_os(name),
+            EnvSource::Map(_) if name == "HOME" => Some(workspace.as_os_str().to_os_string()),
+            EnvSource::Map(_) => FIXED_BASELINE
+                .iter()
+                .find(|(k, _)| *k == name)
+                .map(|(_, v)| OsString::from(v)),
+        }
+    }
 }
 
 #[cfg(test)]

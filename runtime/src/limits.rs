@@ -215,8 +215,32 @@ pub const PROFILE_BYTES: LimitDef = LimitDef::fixed(
     "the X.yaml file of a package",
 );
 
+/// Nesting of a YAML document runx reads (`X.yaml`, fixture files), checked on the text before
+/// it is parsed: YAML parsers slow down with the square of the nesting depth, so a deep
+/// document under the size cap could otherwise stall a run for minutes.
+pub const YAML_DEPTH: LimitDef = LimitDef::fixed(
+    "yaml_depth",
+    Unit::Count,
+    64,
+    "nesting of X.yaml and fixture files: open brackets plus indentation levels",
+);
+/// Size of a fixture file (`fixtures/*.yaml`).
+pub const FIXTURE_BYTES: LimitDef = LimitDef::fixed(
+    "fixture_bytes",
+    Unit::Bytes,
+    4 * MIB as u64,
+    "a fixture file of a package (fixtures/*.yaml)",
+);
+/// Size of the input object read by `runx skill --inputs FILE|-`.
+pub const INPUTS_BYTES: LimitDef = LimitDef::fixed(
+    "inputs_bytes",
+    Unit::Bytes,
+    4 * MIB as u64,
+    "the input object read from --inputs FILE or stdin",
+);
+
 /// Every limit, for documentation and `runx skill inspect`.
-pub const CATALOGUE: [&LimitDef; 19] = [
+pub const CATALOGUE: [&LimitDef; 22] = [
     &INPUT_BYTES,
     &OUTPUT_BYTES,
     &SOURCE_BYTES,
@@ -236,6 +260,9 @@ pub const CATALOGUE: [&LimitDef; 19] = [
     &RETRY_ATTEMPTS,
     &RETRY_BACKOFF,
     &PROFILE_BYTES,
+    &YAML_DEPTH,
+    &FIXTURE_BYTES,
+    &INPUTS_BYTES,
 ];
 
 /// The limits that apply to one run, with their values.

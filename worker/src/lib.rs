@@ -11,6 +11,8 @@
 //! - [`serve`]: the worker process loop (`runx __worker`, or the `runx-worker` binary).
 //! - [`pool`] and [`process`]: supervised worker processes on the host side.
 //! - [`limits`] and [`failure`]: limits as data, typed failures.
+//! - [`scope`]: contained opens, the one way runx reads a file inside a directory it was
+//!   given; [`child`]: child processes tied to this process. Both are used by the runtime too.
 //!
 //! Calling an export in-process (no pool, no sandbox process; tests and benchmarks do this):
 //!
@@ -40,6 +42,7 @@
 #![warn(missing_docs)]
 
 pub mod bundle;
+pub mod child;
 pub mod engine;
 pub mod failure;
 pub mod frame;
@@ -48,6 +51,7 @@ pub mod pool;
 pub mod process;
 pub mod protocol;
 pub mod quickjs;
+pub mod scope;
 pub mod serve;
 pub mod specifier;
 #[cfg(feature = "v8")]

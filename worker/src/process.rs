@@ -230,26 +230,26 @@ const PIPE_BYTES: i32 = 1024 * 1024;
 const STDERR_TAIL_BYTES: usize = 4096;
 
 impl WorkerProcess {
-    /// Starts a worker with an empty environment in its own process group, and waits for
-    /// `ready` until `startup`.
+    /// Starts a worker with an empty environment in its own process group, tied to this
+    /// process ([`crate::child`]), and waits for `ready` until `startup`.
     pub(crate) fn spawn(
         command: &WorkerCommand,
         cwd: &Path,
         startup: Duration,
     ) -> Result<WorkerProcess, SpawnError> {
-        let mut child = Command::new(&command.program)
+        let mut spawn = Command::new(&command.program);
+        spawn
             .args(&command.args)
             .env_clear()
             .current_dir(cwd)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
-            .process_group(0)
-            .spawn()
-            .map_err(|source| SpawnError::Start {
-                program: command.program.clone(),
-                source,
-            })?;
+            .process_group(0);
+        let mut child = crate::child::spawn(spawn).map_err(|source| SpawnError::Start {
+            program: command.program.clone(),
+            source,
+        })?;
         let pid = child.id();
         let (Some(stdin), Some(stdout), Some(stderr)) =
             (child.stdin.take(), child.stdout.take(), child.stderr.take())

@@ -3,10 +3,13 @@
 
 mod bench;
 mod cli_tool;
+mod containment;
 mod docs;
 mod harness;
 mod javascript;
 mod pages;
+mod receipts;
+mod supervision;
 
 use serde_json::Value;
 use std::path::{Path, PathBuf};

@@ -2,7 +2,9 @@
 
 use super::fixture::{Case, CasesFile, ProfileHarness};
 use super::{FIXTURES_DIR, HarnessError};
+use crate::limits::FIXTURE_BYTES;
 use crate::profile::PROFILE_FILE;
+use runx_worker::scope::{EntryKind, Scope, ScopeError};
 use std::path::{Path, PathBuf};
 
 /// A case together with where it was declared.
@@ -80,14 +82,38 @@ fn package_name(dir: &Path) -> String {
         .unwrap_or_else(|| dir.display().to_string())
 }
 
-fn read_text(file: &Path) -> Result<String, HarnessError> {
-    std::fs::read_to_string(file).map_err(|e| HarnessError::path(file, format!("cannot read: {e}")))
+/// Reads a YAML file of a package through its scope (no symlink, a regular file, at most `cap`
+/// bytes) and checks its nesting depth before any parser sees it.
+fn read_yaml(scope: &Scope, rel: &Path, cap: u64) -> Result<String, HarnessError> {
+    let file = scope.path().join(rel);
+    let bytes = scope
+        .read(rel, cap)
+        .map_err(|e| HarnessError::path(&file, format!("cannot read: {e}")))?;
+    let text = String::from_utf8(bytes)
+        .map_err(|_| HarnessError::path(&file, "cannot read: not UTF-8"))?;
+    checked_depth(&file, text)
+}
+
+/// `text` when it nests no deeper than the YAML depth limit, else a malformed-fixture error.
+fn checked_depth(file: &Path, text: String) -> Result<String, HarnessError> {
+    match crate::yaml::check_depth(&text) {
+        Ok(()) => Ok(text),
+        Err(deep) => Err(HarnessError::Malformed {
+            file: file.to_path_buf(),
+            line: Some(deep.line),
+            column: Some(deep.column),
+            message: deep.to_string(),
+        }),
+    }
 }
 
 /// The suite of one package directory.
 fn package_suite(dir: &Path) -> Result<Suite, HarnessError> {
     let profile = dir.join(PROFILE_FILE);
-    let text = read_text(&profile)?;
+    // The same capped, contained read as `runx skill`.
+    let (_, text) = crate::profile::parse::read(dir)
+        .map_err(|e| HarnessError::path(&profile, e.to_string()))?;
+    let text = checked_depth(&profile, text)?;
     let doc: ProfileHarness =
         serde_yaml_ng::from_str(&text).map_err(|e| HarnessError::yaml(&profile, &e))?;
     let mut cases: Vec<SuiteCase> = doc
@@ -100,22 +126,23 @@ fn package_suite(dir: &Path) -> Result<Suite, HarnessError> {
             source: profile.clone(),
         })
         .collect();
-    let fixtures = dir.join(FIXTURES_DIR);
-    if fixtures.is_dir() {
-        let mut files = Vec::new();
-        let entries = std::fs::read_dir(&fixtures)
-            .map_err(|e| HarnessError::path(&fixtures, format!("cannot list: {e}")))?;
-        for entry in entries {
-            let entry =
-                entry.map_err(|e| HarnessError::path(&fixtures, format!("cannot list: {e}")))?;
-            let p = entry.path();
-            if p.is_file() && is_yaml(&p) {
-                files.push(p);
-            }
-        }
-        files.sort();
-        for f in files {
-            cases.extend(read_fixture_file(&f)?);
+    let scope = package_scope(dir)?;
+    let fixtures = match scope.open_dir(FIXTURES_DIR) {
+        Ok(f) => Some(f),
+        Err(ScopeError::NotFound { .. }) => None,
+        Err(e) => return Err(HarnessError::path(&dir.join(FIXTURES_DIR), e.to_string())),
+    };
+    if let Some(fixtures) = fixtures {
+        let entries = fixtures
+            .entries()
+            .map_err(|e| HarnessError::path(fixtures.path(), format!("cannot list: {e}")))?;
+        // Symlinks are listed too, so that reading them fails loudly instead of being skipped.
+        for (name, _) in entries
+            .into_iter()
+            .filter(|(name, kind)| *kind != EntryKind::Dir && is_yaml(Path::new(name)))
+        {
+            let rel = Path::new(FIXTURES_DIR).join(name);
+            cases.extend(read_fixture_file(&scope, &rel)?);
         }
     }
     Ok(Suite {
@@ -123,6 +150,10 @@ fn package_suite(dir: &Path) -> Result<Suite, HarnessError> {
         dir: dir.to_path_buf(),
         cases,
     })
+}
+
+fn package_scope(dir: &Path) -> Result<Scope, HarnessError> {
+    Scope::open(dir).map_err(|e| HarnessError::path(dir, format!("cannot open: {e}")))
 }
 
 fn is_yaml(p: &Path) -> bool {
@@ -147,18 +178,22 @@ fn fixture_file_suite(file: &Path) -> Result<Suite, HarnessError> {
             ),
         ));
     };
+    let (Some(name), scope) = (canonical.file_name(), package_scope(dir)?) else {
+        return Err(HarnessError::path(file, "is not a fixture file"));
+    };
     Ok(Suite {
         package: package_name(dir),
         dir: dir.to_path_buf(),
-        cases: read_fixture_file(file)?,
+        cases: read_fixture_file(&scope, &Path::new(FIXTURES_DIR).join(name))?,
     })
 }
 
-/// Reads a fixture file: a mapping with `cases:`, or a single case.
-fn read_fixture_file(file: &Path) -> Result<Vec<SuiteCase>, HarnessError> {
-    let text = read_text(file)?;
+/// Reads a fixture file of the package `scope`: a mapping with `cases:`, or a single case.
+fn read_fixture_file(scope: &Scope, rel: &Path) -> Result<Vec<SuiteCase>, HarnessError> {
+    let file = scope.path().join(rel);
+    let text = read_yaml(scope, rel, FIXTURE_BYTES.max)?;
     let doc: serde_yaml_ng::Value =
-        serde_yaml_ng::from_str(&text).map_err(|e| HarnessError::yaml(file, &e))?;
+        serde_yaml_ng::from_str(&text).map_err(|e| HarnessError::yaml(&file, &e))?;
     let many = doc
         .as_mapping()
         .is_some_and(|m| m.contains_key(serde_yaml_ng::Value::from("cases")));
@@ -166,16 +201,16 @@ fn read_fixture_file(file: &Path) -> Result<Vec<SuiteCase>, HarnessError> {
         Vec::new()
     } else if many {
         serde_yaml_ng::from_str::<CasesFile>(&text)
-            .map_err(|e| HarnessError::yaml(file, &e))?
+            .map_err(|e| HarnessError::yaml(&file, &e))?
             .cases
     } else {
-        vec![serde_yaml_ng::from_str::<Case>(&text).map_err(|e| HarnessError::yaml(file, &e))?]
+        vec![serde_yaml_ng::from_str::<Case>(&text).map_err(|e| HarnessError::yaml(&file, &e))?]
     };
     Ok(cases
         .into_iter()
         .map(|case| SuiteCase {
             case,
-            source: file.to_path_buf(),
+            source: file.clone(),
         })
         .collect())
 }

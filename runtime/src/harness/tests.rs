@@ -104,6 +104,7 @@ fn outcome(output: Option<Value>, error: Option<crate::RunError>) -> RunOutcome 
         },
         receipt: crate::receipt::Receipt::default(),
         receipt_path: None,
+        unsealed_output: None,
         log: Default::default(),
     }
 }

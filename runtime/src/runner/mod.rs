@@ -14,6 +14,7 @@ pub(crate) mod javascript;
 pub(crate) mod paged;
 
 use crate::cancel::CancelToken;
+use crate::environment::EnvSource;
 use crate::failure::RunError;
 use crate::inputs::PageSource;
 use crate::limits::AppliedLimits;
@@ -33,6 +34,8 @@ pub(crate) struct Step<'a> {
     pub runner: &'a Runner,
     pub inputs: Map<String, Value>,
     pub environment: BTreeMap<String, String>,
+    /// Where the environment came from (it also decides a cli-tool's baseline).
+    pub env_source: &'a EnvSource,
     /// The workspace root (`RUNX_CWD`).
     pub workspace: &'a Path,
     /// Called after each page of a paged run.

@@ -1,0 +1,48 @@
+//! Writing to stdout and stderr without panicking when the reader has gone.
+//!
+//! `println!` panics when stdout is a pipe whose reader closed it (`runx skill inspect DIR |
+//! head -1`). Everything runx prints goes through [`outln!`](crate::outln) and
+//! [`errln!`](crate::errln) instead: a closed stdout ends runx at once, quietly, with
+//! [`EXIT_CLOSED_STDOUT`]; a closed stderr is ignored (there is no one left to tell).
+
+use std::io::Write;
+
+/// The exit code when stdout was closed by its reader: 141, what a shell reports for a
+/// process ended by SIGPIPE (128 + 13).
+pub const EXIT_CLOSED_STDOUT: i32 = 141;
+
+/// Writes one line to stdout; ends the process with [`EXIT_CLOSED_STDOUT`] if stdout is closed.
+pub fn out(args: std::fmt::Arguments<'_>) {
+    let mut stdout = std::io::stdout().lock();
+    if stdout
+        .write_fmt(args)
+        .and_then(|()| stdout.write_all(b"\n"))
+        .and_then(|()| stdout.flush())
+        .is_err()
+    {
+        // Broken pipe, or any other reason the output cannot be delivered: nothing more can be
+        // said on stdout, and stderr would only add noise to a pipeline that stopped reading.
+        std::process::exit(EXIT_CLOSED_STDOUT);
+    }
+}
+
+/// Writes one line to stderr, ignoring a stderr that cannot be written.
+pub fn err(args: std::fmt::Arguments<'_>) {
+    let mut stderr = std::io::stderr().lock();
+    let _ = stderr
+        .write_fmt(args)
+        .and_then(|()| stderr.write_all(b"\n"));
+}
+
+/// `println!` that ends runx quietly when stdout is closed.
+#[macro_export]
+macro_rules! outln {
+    () => { $crate::output::out(format_args!("")) };
+    ($($arg:tt)*) => { $crate::output::out(format_args!($($arg)*)) };
+}
+
+/// `eprintln!` that never panics.
+#[macro_export]
+macro_rules! errln {
+    ($($arg:tt)*) => { $crate::output::err(format_args!($($arg)*)) };
+}
