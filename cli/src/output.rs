@@ -3,7 +3,8 @@
 //! `println!` panics when stdout is a pipe whose reader closed it (`runx skill inspect DIR |
 //! head -1`). Everything runx prints goes through [`outln!`](crate::outln) and
 //! [`errln!`](crate::errln) instead: a closed stdout ends runx at once, quietly, with
-//! [`EXIT_CLOSED_STDOUT`]; a closed stderr is ignored (there is no one left to tell).
+//! [`EXIT_CLOSED_STDOUT`] (any other write error with a message and exit code 1); a closed
+//! stderr is ignored (there is no one left to tell).
 
 use std::io::Write;
 
@@ -14,15 +15,20 @@ pub const EXIT_CLOSED_STDOUT: i32 = 141;
 /// Writes one line to stdout; ends the process with [`EXIT_CLOSED_STDOUT`] if stdout is closed.
 pub fn out(args: std::fmt::Arguments<'_>) {
     let mut stdout = std::io::stdout().lock();
-    if stdout
+    let written = stdout
         .write_fmt(args)
         .and_then(|()| stdout.write_all(b"\n"))
-        .and_then(|()| stdout.flush())
-        .is_err()
-    {
-        // Broken pipe, or any other reason the output cannot be delivered: nothing more can be
-        // said on stdout, and stderr would only add noise to a pipeline that stopped reading.
-        std::process::exit(EXIT_CLOSED_STDOUT);
+        .and_then(|()| stdout.flush());
+    match written {
+        Ok(()) => {}
+        // The reader stopped reading: a pipeline's business, not an error worth a message.
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {
+            std::process::exit(EXIT_CLOSED_STDOUT)
+        }
+        Err(e) => {
+            err(format_args!("runx: cannot write to stdout: {e}"));
+            std::process::exit(1);
+        }
     }
 }
 

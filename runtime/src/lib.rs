@@ -51,7 +51,7 @@
 //!     Ok(output) => println!("sealed: {output}"),
 //!     Err(e) => eprintln!("{}/{}: {}", e.kind, e.code, e.message),
 //! }
-//! // Every run, sealed or not, leaves a receipt.
+//! // Every run whose package loads, sealed or not, leaves a receipt.
 //! println!("receipt: {:?}", outcome.receipt_path);
 //! ```
 #![deny(unsafe_code)]
