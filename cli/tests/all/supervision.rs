@@ -312,14 +312,37 @@ fn a_sigkilled_runx_takes_its_children_along() {
             ("js/m.mjs", "export default () => { for (;;) {} };"),
         ],
     );
-    let mut child = spawn_runx(ws.path(), &["skill", "tool"], &[]);
+    tool(
+        ws.path(),
+        "escape",
+        "grep '^0::' /proc/self/cgroup > \"$RUNX_CWD/cgroup\"\n\
+         ( setsid sh -c 'echo $$ > \"$RUNX_CWD/escaped.pid\"; exec sleep 60' & )\n\
+         echo $$ > \"$RUNX_CWD/tool.pid\"\nexec sleep 60\n",
+        "    cwd: \"{{env.RUNX_CWD}}\"\n    timeout_seconds: 120\n",
+    );
+    tool(ws.path(), "quick", "echo hi\n", "");
+    let mut child = spawn_runx(ws.path(), &["skill", "escape"], &[]);
     let tool_pid = wait_for_pid(&ws.path().join("tool.pid"));
+    let escaped = wait_for_pid(&ws.path().join("escaped.pid"));
     child.kill().unwrap();
     child.wait().unwrap();
     assert!(
         dies_within(tool_pid, Duration::from_secs(2)),
         "the cli-tool child survived runx"
     );
+    // The escaped grandchild is beyond a dead runx; where runs get a cgroup, the next runx
+    // that makes one kills what the SIGKILLed runx left in its cgroup.
+    let cgroup = std::fs::read_to_string(ws.path().join("cgroup")).unwrap();
+    if cgroup.contains("/runx-") {
+        let (v, code) = json_in(ws.path(), &["skill", "quick"], &[]);
+        assert_eq!(code, 0, "{v}");
+        assert!(
+            dies_within(escaped, Duration::from_secs(2)),
+            "the next runx left the escaped grandchild {escaped} of a killed runx alive"
+        );
+    } else {
+        let _ = kill(Pid::from_raw(escaped), Signal::SIGKILL);
+    }
 
     let mut child = spawn_runx(ws.path(), &["skill", "js"], &[]);
     let runx_pid = child.id() as i32;
@@ -401,11 +424,11 @@ fn inherited_descriptors_do_not_reach_children() {
         &[
             (
                 "js/X.yaml",
-                "skill: busy\nrun: { type: javascript, module: m.mjs }\n",
+                "skill: busy\nrun: { type: javascript, module: m.mjs, timeout_seconds: 30 }\n",
             ),
             (
                 "js/m.mjs",
-                "export default () => { let n = 0; for (let i = 0; i < 1e7; i++) n += i; return { n }; };",
+                "export default () => { let n = 0; for (let i = 0; i < 5e6; i++) n += i; return { n }; };",
             ),
         ],
     );

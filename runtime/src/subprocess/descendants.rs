@@ -159,6 +159,8 @@ impl RunCgroup {
             return None;
         }
         let parent = own_cgroup()?;
+        static SWEPT: OnceLock<()> = OnceLock::new();
+        SWEPT.get_or_init(|| sweep_stale(&parent));
         let dir = parent.join(format!(
             "runx-{}-{}",
             std::process::id(),
@@ -242,6 +244,41 @@ impl Drop for RunCgroup {
             }
         }
         tracing::warn!("cgroup {} is still busy; left behind", self.dir.display());
+    }
+}
+
+/// Removes the cgroups that runx processes which no longer exist left beside ours (a runx that
+/// was SIGKILLed cannot remove its own), killing what is still in them: descendants that
+/// escaped their run and outlived it.
+fn sweep_stale(parent: &Path) {
+    let Ok(entries) = fs::read_dir(parent) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(owner) = name
+            .to_str()
+            .and_then(|n| n.strip_prefix("runx-"))
+            .and_then(|rest| rest.split('-').next())
+            .and_then(|pid| pid.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        if owner == std::process::id() || Path::new(&format!("/proc/{owner}")).exists() {
+            continue;
+        }
+        let stale = RunCgroup {
+            dir: entry.path(),
+            procs: match fs::File::open(entry.path().join("cgroup.procs")) {
+                Ok(f) => f,
+                Err(_) => continue,
+            },
+        };
+        tracing::debug!(
+            "removing the cgroup {} of a runx that is gone",
+            stale.dir.display()
+        );
+        drop(stale);
     }
 }
 
