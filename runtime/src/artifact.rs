@@ -147,7 +147,9 @@ pub fn admit(path: &str, root: &Path, instance: &str) -> Result<Artifact, Admiss
         source,
     };
     let mut snapshot = snapshot_file().map_err(copy)?;
-    let (total, digest) = copy_and_hash(&mut file, &mut snapshot, path)?;
+    // Never more than one byte past the limit is read, whatever size the file claims or grows to.
+    let mut bounded = (&mut file).take(ARTIFACT_BYTES.max + 1);
+    let (total, digest) = copy_and_hash(&mut bounded, &mut snapshot, path)?;
     snapshot.flush().map_err(copy)?;
     seal(&snapshot);
     snapshot.seek(SeekFrom::Start(0)).map_err(copy)?;
@@ -257,7 +259,7 @@ const CHUNK_BYTES: usize = 1 << 20;
 /// Copies `source` into `snapshot` while a second thread hashes what was copied, one chunk
 /// behind: admission then costs about the larger of copying and hashing, not their sum.
 fn copy_and_hash(
-    source: &mut std::fs::File,
+    source: &mut impl Read,
     snapshot: &mut std::fs::File,
     path: &str,
 ) -> Result<(u64, String), AdmissionError> {
@@ -306,7 +308,7 @@ fn copy_and_hash(
 }
 
 /// Reads until `buf` is full or the file ends.
-fn read_full(file: &mut std::fs::File, buf: &mut [u8]) -> std::io::Result<usize> {
+fn read_full(file: &mut impl Read, buf: &mut [u8]) -> std::io::Result<usize> {
     let mut got = 0;
     while got < buf.len() {
         match file.read(&mut buf[got..]) {
