@@ -13,13 +13,13 @@ pub fn inspect(dir: &Path, as_json: bool) -> ExitCode {
     let p = match profile::load(dir) {
         Ok(p) => p,
         Err(e) => {
-            eprintln!("runx: {e}");
+            errln!("runx: {e}");
             return ExitCode::from(super::EXIT_USAGE);
         }
     };
     let doc = describe(&p);
     if as_json {
-        println!("{}", serde_json::to_string_pretty(&doc).unwrap_or_default());
+        outln!("{}", serde_json::to_string_pretty(&doc).unwrap_or_default());
     } else {
         print_human(&p, &doc);
     }
@@ -37,9 +37,9 @@ fn print_map(indent: &str, title: &str, v: &Value, skip: &[&str]) {
     if entries.is_empty() {
         return;
     }
-    println!("{indent}{title}:");
+    outln!("{indent}{title}:");
     for (k, d) in entries {
-        println!("{indent}  {k}: {}", without_nulls(d));
+        outln!("{indent}  {k}: {}", without_nulls(d));
     }
 }
 
@@ -58,11 +58,11 @@ fn without_nulls(v: &Value) -> Value {
 }
 
 fn print_human(p: &Profile, doc: &Value) {
-    println!("{} {} ({})", p.skill, p.version, p.dir.display());
+    outln!("{} {} ({})", p.skill, p.version, p.dir.display());
     if !p.diagnostics.is_empty() {
-        println!("\ndiagnostics:");
+        outln!("\ndiagnostics:");
         for d in &p.diagnostics {
-            println!("  {d}");
+            outln!("  {d}");
         }
     }
     print_map("", "\ninput_definitions", &doc["input_definitions"], &[]);
@@ -82,25 +82,25 @@ fn print_human(p: &Profile, doc: &Value) {
         };
         let ty = r["type"].as_str().unwrap_or("");
         if r["runs_here"] == json!(false) {
-            println!("\nrunner {name}{default} — {ty} (not run by this runtime)");
+            outln!("\nrunner {name}{default} — {ty} (not run by this runtime)");
             print_map("  ", "declared", &r["keys"], &[]);
             continue;
         }
-        println!("\nrunner {name}{default} — {ty}");
+        outln!("\nrunner {name}{default} — {ty}");
         for key in ["module", "export", "command", "cwd", "input_mode"] {
             if let Some(v) = r[key].as_str() {
-                println!("  {key}: {v}");
+                outln!("  {key}: {v}");
             }
         }
         for key in ["pages", "args", "retry", "artifacts"] {
             if !r[key].is_null() {
-                println!("  {key}: {}", without_nulls(&r[key]));
+                outln!("  {key}: {}", without_nulls(&r[key]));
             }
         }
         print_map("  ", "inputs", &r["inputs"], &[]);
         print_map("  ", "outputs", &r["output_declarations"], &[]);
         if let Some(examples) = r["examples"].as_array().filter(|e| !e.is_empty()) {
-            println!("  examples: {} (each matches the inputs)", examples.len());
+            outln!("  examples: {} (each matches the inputs)", examples.len());
         }
         print_map(
             "  ",
@@ -108,11 +108,11 @@ fn print_human(p: &Profile, doc: &Value) {
             &r["declared_only"],
             &["artifacts", "examples", "retry"],
         );
-        println!("  environment: {}", r["environment"]);
+        outln!("  environment: {}", r["environment"]);
         if let Some(runner) = p.runners.get(name) {
-            println!("  limits:");
+            outln!("  limits:");
             for (def, value) in limits::for_runner(runner).entries() {
-                println!(
+                outln!(
                     "    {}: {} — {}",
                     def.name,
                     limits::human(def, *value),

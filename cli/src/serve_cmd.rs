@@ -80,20 +80,20 @@ pub fn run(engine: &str, args: ServeArgs) -> ExitCode {
     let server = match Server::new(runtime.clone(), config, Box::new(std::io::stdout())) {
         Ok(s) => Arc::new(s),
         Err(e) => {
-            eprintln!("runx: cannot start the step threads: {e}");
+            errln!("runx: cannot start the step threads: {e}");
             return ExitCode::from(1);
         }
     };
     let handler = server.clone();
-    if let Err(e) = ctrlc::set_handler(move || {
-        tracing::warn!("interrupted: cancelling every step");
+    // A signal cancels every step, waits a moment for their receipts, and ends the server with
+    // 128 + the signal's number (a second signal ends it at once).
+    crate::signals::on_first(move |signal| {
+        tracing::warn!("signal {signal}: cancelling every step");
         handler.cancel_all();
         runtime.interrupt();
         handler.wait_idle(INTERRUPT_WAIT);
-        std::process::exit(130);
-    }) {
-        tracing::warn!("cannot install the Ctrl-C handler: {e}");
-    }
+        std::process::exit(128 + signal);
+    });
     server.serve(&mut std::io::stdin().lock());
     ExitCode::SUCCESS
 }

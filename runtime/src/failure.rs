@@ -50,7 +50,10 @@ pub enum FailureKind {
     WorkerCrashed,
     /// The host sent the worker a request it refused (a runtime bug).
     InvalidRequest,
-    /// The run was interrupted (Ctrl-C, `Runtime::interrupt`, its request's cancel token).
+    /// The run produced its output but its receipt could not be written, so it is not sealed.
+    Receipt,
+    /// The run was interrupted (Ctrl-C, SIGTERM, SIGHUP, `Runtime::interrupt`, its request's
+    /// cancel token).
     Interrupted,
     /// A bug or an unexpected state in runx itself.
     Internal,
@@ -58,7 +61,7 @@ pub enum FailureKind {
 
 impl FailureKind {
     /// Every kind, in the order of the README table.
-    pub const ALL: [FailureKind; 17] = [
+    pub const ALL: [FailureKind; 18] = [
         FailureKind::Usage,
         FailureKind::Input,
         FailureKind::Profile,
@@ -74,6 +77,7 @@ impl FailureKind {
         FailureKind::Exit,
         FailureKind::WorkerCrashed,
         FailureKind::InvalidRequest,
+        FailureKind::Receipt,
         FailureKind::Interrupted,
         FailureKind::Internal,
     ];
@@ -96,6 +100,7 @@ impl FailureKind {
             FailureKind::Exit => "exit",
             FailureKind::WorkerCrashed => "worker_crashed",
             FailureKind::InvalidRequest => "invalid_request",
+            FailureKind::Receipt => "receipt",
             FailureKind::Interrupted => "interrupted",
             FailureKind::Internal => "internal",
         }
@@ -263,6 +268,8 @@ impl From<SubprocessError> for RunError {
                 (FailureKind::Input, "input_name_collision")
             }
             SubprocessError::InvalidInputName { .. } => (FailureKind::Input, "invalid_input_name"),
+            SubprocessError::NulByte { .. } => (FailureKind::Input, "nul_byte"),
+            SubprocessError::TooLong { .. } => (FailureKind::Input, "argument_list_too_long"),
             SubprocessError::Cwd { .. } => (FailureKind::Spawn, "cwd"),
             SubprocessError::Spawn { .. } => (FailureKind::Spawn, "spawn"),
             SubprocessError::Io { .. } => (FailureKind::Internal, "io"),

@@ -15,6 +15,7 @@
 //! | [`runtime`] | [`Runtime`], [`RunRequest`], [`RunOutcome`]: one step, start to receipt |
 //! | `runner` | the javascript, paged and cli-tool runners |
 //! | [`profile`] | the `X.yaml` model, its parser and its rules |
+//! | [`yaml`] | the nesting guard every YAML document passes before it is parsed |
 //! | [`inputs`] | input resolution and the output contract |
 //! | [`environment`] | where environment values come from; the declared-names check |
 //! | [`limits`] | every limit, once, as data |
@@ -52,7 +53,7 @@
 //!     Ok(output) => println!("sealed: {output}"),
 //!     Err(e) => eprintln!("{}/{}: {}", e.kind, e.code, e.message),
 //! }
-//! // Every run, sealed or not, leaves a receipt.
+//! // Every run whose package loads, sealed or not, leaves a receipt.
 //! println!("receipt: {:?}", outcome.receipt_path);
 //! // Another thread may stop this one step: `step.cancel.cancel()` kills its worker (or its
 //! // cli-tool process group) and the run ends `interrupted`, with its receipt.
@@ -66,6 +67,7 @@
 pub mod artifact;
 pub mod cancel;
 pub mod digest;
+mod durable;
 pub mod environment;
 pub mod failure;
 pub mod framing;
@@ -82,8 +84,20 @@ pub mod signing;
 pub mod subprocess;
 pub mod verification;
 pub mod workers;
+pub mod yaml;
 
 pub use environment::EnvSource;
+
+/// Property-test settings: `default` cases, or as many as `PROPTEST_CASES` says (the long runs
+/// recorded in the README set it to 1,000,000).
+#[cfg(test)]
+pub(crate) fn proptest_config(default: u32) -> proptest::test_runner::Config {
+    let mut config = proptest::test_runner::Config::default();
+    if std::env::var_os("PROPTEST_CASES").is_none() {
+        config.cases = default;
+    }
+    config
+}
 pub use failure::{FailureKind, RunError};
 pub use runner::cli_tool::WORKSPACE_CWD_TOKEN;
 pub use runtime::{RunOutcome, RunRequest, Runtime};

@@ -14,6 +14,8 @@
 //!   descriptors travel on.
 //! - [`limits`] and [`failure`]: limits as data, typed failures; [`fatal`]: the answer a worker
 //!   still gives when its engine must end the process.
+//! - [`scope`]: contained opens, the one way runx reads a file inside a directory it was
+//!   given; [`child`]: child processes tied to this process. Both are used by the runtime too.
 //!
 //! Calling an export in-process (no pool, no sandbox process; tests and benchmarks do this):
 //!
@@ -44,6 +46,7 @@
 
 pub mod bundle;
 pub mod cancel;
+pub mod child;
 pub mod descriptor;
 pub mod engine;
 pub mod failure;
@@ -54,6 +57,7 @@ pub mod pool;
 pub mod process;
 pub mod protocol;
 pub mod quickjs;
+pub mod scope;
 pub mod serve;
 pub mod specifier;
 #[cfg(feature = "v8")]
