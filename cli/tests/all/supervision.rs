@@ -463,6 +463,12 @@ fn inherited_descriptors_do_not_reach_children() {
     let mut looked = false;
     while start.elapsed() < Duration::from_secs(10) && !looked {
         for w in children_of(runx_pid) {
+            // Between fork and exec the child is still a copy of runx, holding runx's
+            // descriptors (marked close-on-exec); only the worker program counts.
+            let cmdline = std::fs::read(format!("/proc/{w}/cmdline")).unwrap_or_default();
+            if !String::from_utf8_lossy(&cmdline).contains("__worker") {
+                continue;
+            }
             if let Ok(fds) = std::fs::read_dir(format!("/proc/{w}/fd")) {
                 let fds: Vec<String> = fds
                     .flatten()
