@@ -1,5 +1,6 @@
 //! `cargo bench -p runx-benches`: latency, page throughput (beside the engine's own limit and
-//! Node.js), memory and scaling, for every engine built, each measured in the same run.
+//! Node.js), memory and scaling for every engine built, and the per-step overhead of
+//! `runx serve` (`serve_bench.py`), each measured in the same run.
 //!
 //! Archive sizes in MiB come from `RUNX_BENCH_SIZES_MIB` (default "8,64"; the full run uses
 //! "8,64,256,512"); page sizes are 256 KiB, 1 MiB and 4 MiB. Needs the release worker and, for
@@ -124,6 +125,7 @@ fn main() {
     if let Some(runx) = runx.as_deref() {
         concurrency_memory(runx, &ws);
     }
+    serve_overhead(runx.as_deref());
     summary(&engines, &latencies, &rows, node.as_deref());
     let _ = std::fs::remove_dir_all(&ws);
 }
@@ -147,6 +149,29 @@ fn engines_answering(worker: &WorkerCommand) -> Vec<&'static str> {
             ok.is_ok()
         })
         .collect()
+}
+
+/// `runx serve` through its Python client against `runx skill` per step, and concurrent
+/// throughput with pools of 1 and 2: `benches/serve_bench.py`, which needs only `python3`.
+fn serve_overhead(runx: Option<&Path>) {
+    println!();
+    let Some(runx) = runx else {
+        println!(
+            "runx serve: skipped, no release `runx` next to the bench; build it: cargo build --release -p runx-cli"
+        );
+        return;
+    };
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("serve_bench.py");
+    match Command::new("python3")
+        .arg(&script)
+        .arg("--runx")
+        .arg(runx)
+        .status()
+    {
+        Ok(s) if s.success() => {}
+        Ok(s) => println!("runx serve: {} exited with {s}", script.display()),
+        Err(e) => println!("runx serve: skipped, cannot run python3: {e}"),
+    }
 }
 
 fn bundle(source: &str) -> Arc<ModuleBundle> {

@@ -153,7 +153,7 @@ fn pages(rt: &Runtime, engine: &str, args: PagesArgs) -> ExitCode {
     let cells = match measure(rt, engine, &args, &sizes, &page_sizes) {
         Ok(cells) => cells,
         Err(message) => {
-            eprintln!("runx: {message}");
+            errln!("runx: {message}");
             return ExitCode::FAILURE;
         }
     };
@@ -276,13 +276,13 @@ fn report(engine: &str, args: &PagesArgs, cells: &[Cell]) -> ExitCode {
         .as_deref()
         .and_then(|p| plot(p, cells).err().map(|e| (p, e)));
     if let Some((p, e)) = &plot_error {
-        eprintln!("runx: cannot draw {}: {e}", p.display());
+        errln!("runx: cannot draw {}: {e}", p.display());
     } else if let (Some(p), false) = (&args.plot, args.json) {
-        println!("plot: {}", p.display());
+        outln!("plot: {}", p.display());
     }
     if args.json {
         let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
-        println!(
+        outln!(
             "{}",
             json!({
                 "schema": "runx.bench.pages.v1",
@@ -302,10 +302,10 @@ fn report(engine: &str, args: &PagesArgs, cells: &[Cell]) -> ExitCode {
 }
 
 fn print_header(engine: &str, runs: u32) {
-    println!(
+    outln!(
         "engine {engine}, median of {runs} run(s); time split in % of the paged wall (framing overlaps the calls); peak memory of runx and its worker in MiB: non-evictable (RssAnon + shared memory) / resident"
     );
-    println!(
+    outln!(
         "{:>8} {:>8} {:>6} {:>8} {:>11} {:>10} {:>8} {:>10} {:>11} {:>7} {:>14}",
         "size",
         "page",
@@ -324,7 +324,7 @@ fn print_header(engine: &str, runs: u32) {
 fn print_row(c: &Cell) {
     let m = c.median();
     let s = &m.split;
-    println!(
+    outln!(
         "{:>8} {:>8} {:>6} {:>8.1} {:>11.0} {:>9.1}% {:>7.1}% {:>9.1}% {:>10.1}% {:>6.1}% {:>6.1} / {:>5.1}",
         human(c.size),
         human(c.page_bytes),

@@ -18,9 +18,9 @@ pub fn run(rt: &Runtime, paths: &[PathBuf], as_json: bool, receipt_dir: &Path) -
     let suites = match harness::discover(paths) {
         Ok(s) => s,
         Err(e) => {
-            eprintln!("runx: {e}");
+            errln!("runx: {e}");
             if as_json {
-                println!(
+                outln!(
                     "{}",
                     serde_json::json!({"status": "malformed", "error": e.to_string()})
                 );
@@ -42,7 +42,7 @@ pub fn run(rt: &Runtime, paths: &[PathBuf], as_json: bool, receipt_dir: &Path) -
     let receipt_path = match receipt.write(&report, receipt_dir) {
         Ok(p) => Some(p),
         Err(e) => {
-            eprintln!(
+            errln!(
                 "runx: cannot write the harness receipts under {}: {e}",
                 receipt_dir.display()
             );
@@ -60,10 +60,10 @@ pub fn run(rt: &Runtime, paths: &[PathBuf], as_json: bool, receipt_dir: &Path) -
                     .into(),
             );
         }
-        println!("{value}");
+        outln!("{value}");
     } else {
         if let Some(p) = &receipt_path {
-            eprintln!("runx: harness receipt {}", p.display());
+            errln!("runx: harness receipt {}", p.display());
         }
         print_summary(&report);
     }
@@ -72,7 +72,7 @@ pub fn run(rt: &Runtime, paths: &[PathBuf], as_json: bool, receipt_dir: &Path) -
 
 fn print_case(c: &CaseResult) {
     if c.outcome == CaseVerdict::Skipped {
-        println!(
+        outln!(
             "SKIP {}/{}: {}",
             c.package,
             c.case,
@@ -81,11 +81,11 @@ fn print_case(c: &CaseResult) {
         return;
     }
     let verdict = if c.passed { "PASS" } else { "FAIL" };
-    println!("{verdict} {}/{} ({} ms)", c.package, c.case, c.duration_ms);
+    outln!("{verdict} {}/{} ({} ms)", c.package, c.case, c.duration_ms);
     if let Some(m) = &c.mismatch {
-        println!("  at {}: {}", m.path, m.message);
-        println!("    expected: {}", compact(&m.expected));
-        println!("    actual:   {}", compact(&m.actual));
+        outln!("  at {}: {}", m.path, m.message);
+        outln!("    expected: {}", compact(&m.expected));
+        outln!("    actual:   {}", compact(&m.actual));
     }
 }
 
@@ -96,17 +96,17 @@ fn compact(v: &serde_json::Value) -> String {
 fn print_summary(report: &Report) {
     for p in &report.packages {
         for d in &p.diagnostics {
-            println!("NOTE {}: {d}", p.package);
+            outln!("NOTE {}: {d}", p.package);
         }
     }
     for e in &report.errors {
-        println!("BROKEN {}: {}", e.package, e.error.message);
+        outln!("BROKEN {}: {}", e.package, e.error.message);
     }
     for package in &report.not_declared {
-        println!("{package}: no harness cases declared (not_declared)");
+        outln!("{package}: no harness cases declared (not_declared)");
     }
     if report.status == ReportStatus::NotDeclared {
-        println!("not_declared: no harness cases to run");
+        outln!("not_declared: no harness cases to run");
     }
-    println!("{}", report.summary());
+    outln!("{}", report.summary());
 }

@@ -4,21 +4,25 @@
 #![forbid(unsafe_code)]
 
 use clap::{Parser, Subcommand};
-use runx_runtime::inputs::{parse_object, parse_pairs};
+use runx_runtime::inputs::{parse_pairs, read_object, read_object_file};
+use runx_runtime::report;
 use runx_runtime::workers::{self, DEFAULT_ENGINE};
 use runx_runtime::{FailureKind, RunError, RunOutcome, RunRequest, Runtime};
-use serde_json::{Map, Value, json};
-use std::io::{Read, Write};
+use serde_json::{Map, Value};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
 
+#[macro_use]
+mod output;
 mod bench_cmd;
 mod harness_cmd;
 mod inspect;
 mod progress;
 mod receipt_cmd;
-mod streams;
+mod serve_cmd;
+mod signals;
 
 /// Exit code for usage and input errors.
 const EXIT_USAGE: u8 = 64;
@@ -52,6 +56,8 @@ enum Command {
     /// Check receipts offline (`runx receipt verify FILE|DIR...`) or print one (`show FILE`).
     #[command(subcommand)]
     Receipt(receipt_cmd::ReceiptCommand),
+    // About and help text are on `ServeArgs`, beside the flags they describe.
+    Serve(serve_cmd::ServeArgs),
     /// The worker process (started by runx itself).
     #[command(name = "__worker", hide = true)]
     Worker,
@@ -153,7 +159,9 @@ fn main() -> ExitCode {
                     .join(".runx")
                     .join("harness-receipts")
             });
-            harness_cmd::run(&runtime(engine, keys), &args.paths, args.json, &receipt_dir)
+            let code =
+                harness_cmd::run(&runtime(engine, keys), &args.paths, args.json, &receipt_dir);
+            signals::exit_code().map_or(code, ExitCode::from)
         }
         // Bench runs write their receipts into their own scratch space; they are not signed.
         Command::Bench(args) => {
@@ -161,6 +169,7 @@ fn main() -> ExitCode {
             bench_cmd::run(&rt, engine.unwrap_or(DEFAULT_ENGINE), args)
         }
         Command::Receipt(command) => receipt_cmd::run(command),
+        Command::Serve(args) => serve_cmd::run(engine, args),
         Command::Worker => ExitCode::SUCCESS,
     }
 }
@@ -182,8 +191,8 @@ fn init_tracing(verbose: u8) {
 }
 
 /// The runtime of this process (every javascript runner on `engine` when given) signing with
-/// `keys`, its workers this very executable, with Ctrl-C wired to kill its workers and
-/// subprocesses.
+/// `keys`, its workers this very executable, with Ctrl-C, SIGTERM and SIGHUP wired to kill its
+/// workers and subprocesses ([`signals`]).
 fn runtime(engine: Option<&str>, keys: receipt_cmd::Keys) -> Arc<Runtime> {
     let mut rt = Runtime::new(workers::current_exe_worker());
     if let Some(engine) = engine {
@@ -196,15 +205,12 @@ fn runtime(engine: Option<&str>, keys: receipt_cmd::Keys) -> Arc<Runtime> {
         rt = rt.with_verify_key(key);
     }
     let rt = Arc::new(rt);
-    let handler = rt.clone();
-    if let Err(e) = ctrlc::set_handler(move || handler.interrupt()) {
-        tracing::warn!("cannot install the Ctrl-C handler: {e}");
-    }
+    signals::install(rt.clone());
     rt
 }
 
 fn usage(message: &str) -> ExitCode {
-    eprintln!("runx: {message}");
+    errln!("runx: {message}");
     ExitCode::from(EXIT_USAGE)
 }
 
@@ -212,34 +218,44 @@ fn skill(args: SkillArgs, engine: Option<&str>) -> ExitCode {
     let Some(dir) = &args.dir else {
         return usage("name the skill package directory: runx skill DIR");
     };
-    let inputs =
-        match receipt_cmd::keys(&args.sign).and_then(|keys| Ok((keys, read_inputs(&args)?))) {
-            Ok(i) => i,
-            Err(e) => {
-                if args.json {
-                    print_json(&json!({
-                        "status": "failure", "skill": null, "runner": args.runner,
-                        "output": null, "receipt": null, "error": e,
-                        "console": null, "stderr": null,
-                    }));
-                }
-                return usage(&e.message);
+    // A bad key refuses the run before anything is read or receipted: there is no one to sign
+    // the refusal with.
+    let keys = match receipt_cmd::keys(&args.sign) {
+        Ok(k) => k,
+        Err(e) => {
+            if args.json {
+                print_json(&report::refused(args.runner.as_deref(), &e));
             }
-        };
-    let (keys, inputs) = inputs;
+            return usage(&e.message);
+        }
+    };
+    let inputs = read_inputs(&args);
+    // Signals are routed to the runtime only now: until the inputs are read (stdin may wait on
+    // a terminal) there is nothing to clean up and the default action ends runx.
     let rt = runtime(engine, keys);
-    let mut req = RunRequest::new(package_dir(dir), inputs);
+    let mut req = RunRequest::new(package_dir(dir), Map::new());
     req.runner = args.runner.clone();
     req.receipt_dir = args.receipt_dir.clone();
-    let bar = progress::sink().map(|(sink, bar)| {
-        req.progress = Some(sink);
-        bar
-    });
-    let outcome = rt.run(&req);
-    if let Some(bar) = &bar {
-        progress::finish(bar);
-    }
+    let outcome = match inputs {
+        Ok(inputs) => {
+            req.inputs = inputs;
+            let bar = progress::sink().map(|(sink, bar)| {
+                req.progress = Some(sink);
+                bar
+            });
+            let outcome = rt.run(&req);
+            if let Some(bar) = &bar {
+                progress::finish(bar);
+            }
+            outcome
+        }
+        // Refused before anything runs, but receipted like any run of a known package.
+        Err(e) => rt.refuse(&req, e),
+    };
     report(&outcome, args.json);
+    if let Some(code) = signals::exit_code() {
+        return ExitCode::from(code);
+    }
     ExitCode::from(outcome.exit_code() as u8)
 }
 
@@ -261,22 +277,13 @@ fn package_dir(dir: &Path) -> PathBuf {
 }
 
 fn report(o: &RunOutcome, as_json: bool) {
-    let receipt_path = o.receipt_path.as_ref().map(|p| p.display().to_string());
     if as_json {
-        print_json(&json!({
-            "status": o.status(),
-            "skill": o.skill,
-            "runner": o.runner,
-            "output": o.output(),
-            "receipt": receipt_path,
-            "error": o.error(),
-            "console": streams::console_json(&o.log),
-            "stderr": o.stderr.as_ref().map(streams::stderr_json),
-        }));
+        print_json(&report::run_result(o));
         return;
     }
+    let receipt_path = o.receipt_path.as_ref().map(|p| p.display().to_string());
     for line in &o.log.lines {
-        eprintln!("[{}] {}", line.level, line.message);
+        errln!("[{}] {}", line.level, line.message);
     }
     if let Some(stderr) = o.stderr.as_ref().filter(|c| !c.kept.is_empty()) {
         let mut err = std::io::stderr().lock();
@@ -295,17 +302,17 @@ fn report(o: &RunOutcome, as_json: bool) {
     }
     match &o.result {
         Ok(out) => {
-            eprintln!(
+            errln!(
                 "runx: {} {} sealed in {} ms (receipt {})",
                 o.skill,
                 o.runner,
                 o.receipt.duration_ms,
                 receipt_path.as_deref().unwrap_or("not written")
             );
-            println!("{}", serde_json::to_string_pretty(out).unwrap_or_default());
+            outln!("{}", serde_json::to_string_pretty(out).unwrap_or_default());
         }
         Err(e) => {
-            eprintln!(
+            errln!(
                 "runx: {} {} failed ({}/{}): {}",
                 if o.skill.is_empty() {
                     "skill"
@@ -318,17 +325,19 @@ fn report(o: &RunOutcome, as_json: bool) {
                 e.message
             );
             if let Some(p) = receipt_path {
-                eprintln!("runx: receipt {p}");
+                errln!("runx: receipt {p}");
             }
         }
     }
 }
 
 fn print_json(v: &Value) {
-    println!("{}", serde_json::to_string(v).unwrap_or_default());
+    outln!("{}", serde_json::to_string(v).unwrap_or_default());
 }
 
-/// Reads `--inputs FILE|-`, or the `-i`/`--input` and `--input-json` pairs (never both).
+/// Reads `--inputs FILE|-`, or the `-i`/`--input` and `--input-json` pairs (never both). A
+/// file is read inside the working directory (or `RUNX_CWD`) and stdin up to the
+/// `inputs_bytes` limit (`runx_runtime::inputs`).
 fn read_inputs(args: &SkillArgs) -> Result<Map<String, Value>, RunError> {
     let pairs = args.input.is_empty() && args.input_json.is_empty();
     match (&args.inputs, pairs) {
@@ -337,36 +346,20 @@ fn read_inputs(args: &SkillArgs) -> Result<Map<String, Value>, RunError> {
             "mixed_inputs",
             "use either --inputs or -i/--input/--input-json KEY=VALUE, not both",
         )),
-        (Some(src), true) if src == "-" => {
-            let mut buf = Vec::new();
-            std::io::stdin().read_to_end(&mut buf).map_err(|e| {
-                RunError::new(
-                    FailureKind::Input,
-                    "stdin",
-                    format!("cannot read stdin: {e}"),
-                )
-            })?;
-            Ok(parse_object(&buf, "stdin")?)
-        }
+        (Some(src), true) if src == "-" => Ok(read_object(&mut std::io::stdin().lock(), "stdin")?),
         (Some(file), true) => {
-            let (path, shown) = inputs_file(file)?;
-            let bytes = std::fs::read(&path).map_err(|e| {
-                RunError::new(
-                    FailureKind::Input,
-                    "inputs_file",
-                    format!("cannot read `{shown}`: {e}"),
-                )
-            })?;
-            Ok(parse_object(&bytes, file)?)
+            let root = inputs_root(file)?;
+            Ok(read_object_file(&root, file)?)
         }
         (None, _) => Ok(parse_pairs(&args.input, &args.input_json)?),
     }
 }
 
-/// Where `--inputs FILE` is: inside the working directory, or inside `RUNX_CWD` when it is set
-/// (a relative FILE is looked for in the working directory first). Links are resolved before
-/// the containment check, so a link cannot lead outside.
-fn inputs_file(file: &str) -> Result<(PathBuf, String), RunError> {
+/// The directory `--inputs FILE` is read inside: the working directory, or `RUNX_CWD` when it
+/// is set and holds FILE (a relative FILE is looked for in the working directory first). The
+/// file is opened inside that directory without following links out of it
+/// ([`read_object_file`]).
+fn inputs_root(file: &str) -> Result<PathBuf, RunError> {
     let input_err = |code: &str, m: String| RunError::new(FailureKind::Input, code, m);
     let cwd = std::env::current_dir()
         .and_then(|d| d.canonicalize())
@@ -381,30 +374,13 @@ fn inputs_file(file: &str) -> Result<(PathBuf, String), RunError> {
         })?;
         roots.push(ws);
     }
-    let mut last_err = None;
-    for root in &roots {
-        match root.join(file).canonicalize() {
-            Ok(path) if roots.iter().any(|r| path.starts_with(r)) => {
-                return Ok((path, file.to_string()));
-            }
-            Ok(_) => {
-                let places: Vec<String> = roots.iter().map(|r| r.display().to_string()).collect();
-                return Err(input_err(
-                    "inputs_file",
-                    format!(
-                        "inputs file `{file}` lies outside the working directory and RUNX_CWD ({})",
-                        places.join(", ")
-                    ),
-                ));
-            }
-            Err(e) => last_err = Some(e),
-        }
-    }
-    Err(input_err(
-        "inputs_file",
-        format!(
-            "cannot open inputs file `{file}`: {}",
-            last_err.map_or_else(|| "not found".to_string(), |e| e.to_string())
-        ),
-    ))
+    let given = Path::new(file);
+    let found = if given.is_absolute() {
+        roots.iter().find(|r| given.starts_with(r))
+    } else {
+        roots
+            .iter()
+            .find(|r| r.join(given).symlink_metadata().is_ok())
+    };
+    Ok(found.unwrap_or(&cwd).clone())
 }

@@ -128,9 +128,9 @@ fn verify(args: &VerifyArgs) -> ExitCode {
     let key = match verification_key(args) {
         Ok(k) => k,
         Err(e) => {
-            eprintln!("runx: {e}");
+            errln!("runx: {e}");
             if args.json {
-                println!("{}", json!({"status": "usage", "error": e.to_string()}));
+                outln!("{}", json!({"status": "usage", "error": e.to_string()}));
             }
             return ExitCode::from(EXIT_USAGE);
         }
@@ -139,9 +139,9 @@ fn verify(args: &VerifyArgs) -> ExitCode {
     verdicts.extend(files.iter().map(|f| verification::verify_file(f, &key)));
     if verdicts.is_empty() {
         let message = "no receipts: the directories named hold no *.json files";
-        eprintln!("runx: {message}");
+        errln!("runx: {message}");
         if args.json {
-            println!(
+            outln!(
                 "{}",
                 json!({"status": "failed", "verified": 0, "failed": 0, "receipts": [], "error": message})
             );
@@ -152,7 +152,7 @@ fn verify(args: &VerifyArgs) -> ExitCode {
     let failed = verdicts.len() - verified;
     if args.json {
         let receipts: Vec<Value> = verdicts.iter().map(verdict_json).collect();
-        println!(
+        outln!(
             "{}",
             json!({
                 "status": if failed == 0 { "verified" } else { "failed" },
@@ -165,7 +165,7 @@ fn verify(args: &VerifyArgs) -> ExitCode {
         for v in &verdicts {
             print_verdict(v, key.kid());
         }
-        println!("{verified} verified, {failed} failed");
+        outln!("{verified} verified, {failed} failed");
     }
     ExitCode::from(if failed == 0 { 0 } else { 1 })
 }
@@ -192,12 +192,12 @@ fn print_verdict(v: &Verdict, kid: &str) {
             } else {
                 format!(", {} case receipts", v.cases.len())
             };
-            println!(
+            outln!(
                 "OK   {path} ({}, signed by `{kid}`{cases})",
                 v.schema.as_deref().unwrap_or("?")
             );
         }
-        Some(p) => println!("FAIL {path}: {}: {}", p.check.name(), p.message),
+        Some(p) => outln!("FAIL {path}: {}: {}", p.check.name(), p.message),
     }
 }
 
@@ -205,11 +205,11 @@ fn show(file: &Path) -> ExitCode {
     let doc = match verification::read(file) {
         Ok(d) => d,
         Err(p) => {
-            eprintln!("runx: {}: {}", file.display(), p.message);
+            errln!("runx: {}: {}", file.display(), p.message);
             return ExitCode::from(1);
         }
     };
-    println!("receipt    {}", file.display());
+    outln!("receipt    {}", file.display());
     match doc.get("schema").and_then(Value::as_str) {
         Some(runx_runtime::harness::HARNESS_RECEIPT_SCHEMA) => show_harness(&doc),
         _ => show_run(&doc),
@@ -244,38 +244,38 @@ fn number(doc: &Value, pointer: &str) -> String {
 }
 
 fn show_run(doc: &Value) {
-    println!("schema     {}", text(doc, "/schema"));
+    outln!("schema     {}", text(doc, "/schema"));
     match doc.get("failure").filter(|f| f.is_object()) {
-        Some(f) => println!(
+        Some(f) => outln!(
             "status     {} ({}/{}: {})",
             text(doc, "/status"),
             text(f, "/kind"),
             text(f, "/code"),
             text(f, "/message")
         ),
-        None => println!("status     {}", text(doc, "/status")),
+        None => outln!("status     {}", text(doc, "/status")),
     }
-    println!(
+    outln!(
         "skill      {} {}",
         text(doc, "/skill"),
         text(doc, "/version")
     );
-    println!(
+    outln!(
         "runner     {} ({})",
         text(doc, "/runner"),
         text(doc, "/runner_type")
     );
     match doc.get("engine").filter(|e| e.is_object()) {
-        Some(e) => println!("engine     {} {}", text(e, "/name"), text(e, "/version")),
-        None => println!("engine     -"),
+        Some(e) => outln!("engine     {} {}", text(e, "/name"), text(e, "/version")),
+        None => outln!("engine     -"),
     }
-    println!("runx       {}", text(doc, "/runx_version"));
-    println!(
+    outln!("runx       {}", text(doc, "/runx_version"));
+    outln!(
         "started    {} ms after the Unix epoch",
         number(doc, "/started_at_ms")
     );
-    println!("duration   {} ms", number(doc, "/duration_ms"));
-    println!("digests");
+    outln!("duration   {} ms", number(doc, "/duration_ms"));
+    outln!("digests");
     for (label, field) in [
         ("profile", "profile_digest"),
         ("bundle", "bundle_digest"),
@@ -283,10 +283,10 @@ fn show_run(doc: &Value) {
         ("output", "output_digest"),
         ("body", "body_digest"),
     ] {
-        println!("  {label:<9}{}", text(doc, &format!("/{field}")));
+        outln!("  {label:<9}{}", text(doc, &format!("/{field}")));
     }
     if let Some(a) = doc.get("artifact").filter(|a| a.is_object()) {
-        println!(
+        outln!(
             "artifact   {} ({} bytes, {} pages{})",
             text(a, "/whole_digest"),
             number(a, "/artifact_bytes"),
@@ -307,50 +307,50 @@ fn show_run(doc: &Value) {
             (None, Some(sig)) => format!("signal {sig}"),
             _ => "no exit".to_string(),
         };
-        println!(
+        outln!(
             "process    {} ({ending}, {} attempts, stdout {})",
             text(p, "/command"),
             number(p, "/attempts"),
             text(p, "/stdout/sha256")
         );
     }
-    println!("limits");
+    outln!("limits");
     if let Some(limits) = doc.get("limits").and_then(Value::as_object) {
         for (name, value) in limits {
             let shown = match (CATALOGUE.iter().find(|d| d.name == name), value.as_u64()) {
                 (Some(def), Some(v)) => limits::human(def, v),
                 _ => terminal_safe(&value.to_string()),
             };
-            println!("  {:<27}{shown}", terminal_safe(name));
+            outln!("  {:<27}{shown}", terminal_safe(name));
         }
     }
 }
 
 fn show_harness(doc: &Value) {
-    println!("schema     {}", text(doc, "/schema"));
-    println!(
+    outln!("schema     {}", text(doc, "/schema"));
+    outln!(
         "status     {} ({} passed, {} failed of {} cases)",
         text(doc, "/status"),
         number(doc, "/passed"),
         number(doc, "/failed"),
         number(doc, "/case_count")
     );
-    println!(
+    outln!(
         "engine     {} {}",
         text(doc, "/engine/name"),
         text(doc, "/engine/version")
     );
-    println!("runx       {}", text(doc, "/runx_version"));
-    println!("duration   {} ms", number(doc, "/duration_ms"));
-    println!("body       {}", text(doc, "/body_digest"));
-    println!("cases");
+    outln!("runx       {}", text(doc, "/runx_version"));
+    outln!("duration   {} ms", number(doc, "/duration_ms"));
+    outln!("body       {}", text(doc, "/body_digest"));
+    outln!("cases");
     for case in doc
         .get("cases")
         .and_then(Value::as_array)
         .into_iter()
         .flatten()
     {
-        println!(
+        outln!(
             "  {} {}/{}: {} {}",
             if case.get("passed") == Some(&Value::Bool(true)) {
                 "PASS"
@@ -367,13 +367,13 @@ fn show_harness(doc: &Value) {
 
 fn show_signature(doc: &Value) {
     match doc.get("signature").filter(|s| s.is_object()) {
-        Some(s) => println!(
+        Some(s) => outln!(
             "signature  {} by key `{}` ({}), public key {} (not checked here: run `runx receipt verify`)",
             text(s, "/alg"),
             text(s, "/kid"),
             text(s, "/issuer_type"),
             text(s, "/public_key_sha256")
         ),
-        None => println!("signature  unsigned"),
+        None => outln!("signature  unsigned"),
     }
 }

@@ -16,8 +16,12 @@
 //! Either way the snapshot is never linked into a directory, only this process holds a
 //! writable descriptor to it, and it is made read-only (mode `0400`) before use; workers
 //! receive a read-only descriptor. Nothing that holds a writable handle writes after the hash.
+//!
+//! The source file is opened through [`runx_worker::scope`], like every other file runx reads
+//! for a package.
 
 use crate::limits::{ARTIFACT_BYTES, LimitDef};
+use runx_worker::scope::{Scope, ScopeError};
 use sha2::{Digest, Sha256};
 use std::io::{self, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
@@ -54,21 +58,22 @@ pub enum AdmissionError {
         #[source]
         source: io::Error,
     },
-    /// The path resolves outside its scope.
-    #[error("artifact `{path}` resolves to {}, outside its scope {}", resolved.display(), root.display())]
+    /// The path climbs out of its scope (`..`), is or passes through a symbolic link, or
+    /// crosses into another file system: it may lead outside its scope.
+    #[error("artifact `{path}` is refused: {reason}")]
     OutsideScope {
         /// The path as given.
         path: String,
-        /// Where it leads.
-        resolved: PathBuf,
-        /// The scope directory.
-        root: PathBuf,
+        /// Why, naming the scope.
+        reason: String,
     },
     /// The path names something other than a regular file.
-    #[error("artifact `{path}` is not a regular file")]
+    #[error("artifact `{path}` is {found}, not a regular file")]
     NotAFile {
         /// The path as given.
         path: String,
+        /// What it is: `a directory`, `a FIFO`, ...
+        found: &'static str,
     },
     /// The file is larger than [`ARTIFACT_BYTES`] (or grew past it while it was copied).
     #[error("artifact `{path}` is {bytes} bytes or more; at most {} bytes (512 MiB) are admitted", ARTIFACT_BYTES.max)]
@@ -187,7 +192,10 @@ pub fn admit(path: &str, root: &Path, instance: &str) -> Result<Artifact, Admiss
             (Snapshot::Reflink, total, digest)
         }
         Err(_) => {
-            let (total, digest) = copy_and_hash(&mut file, &mut snapshot, path)?;
+            // Never more than one byte past the limit is read, whatever size the file claims
+            // or grows to.
+            let mut bounded = (&mut file).take(ARTIFACT_BYTES.max + 1);
+            let (total, digest) = copy_and_hash(&mut bounded, &mut snapshot, path)?;
             (Snapshot::Copy, total, digest)
         }
     };
@@ -261,46 +269,62 @@ fn reopen_read_only(snapshot: &std::fs::File) -> Option<std::fs::File> {
 
 /// Opens `path` inside `root`: relative, resolving inside the scope, a regular file within
 /// the size limit.
+/// Opens `path` inside `root` through [`Scope`]: relative, reached without any symlink, a
+/// regular file on the scope's device (checked on the opened descriptor), within the size
+/// limit. Nothing is looked up by path twice, so the file cannot be swapped for a link between
+/// a check and the open.
 fn open_contained(path: &str, root: &Path) -> Result<std::fs::File, AdmissionError> {
-    let rel = Path::new(path);
-    if path.is_empty() || rel.is_absolute() {
-        return Err(AdmissionError::NotRelative {
+    let scope = Scope::open(root).map_err(|source| AdmissionError::Scope {
+        root: root.to_path_buf(),
+        source,
+    })?;
+    let file = scope.open_file(path).map_err(|e| refused(path, root, e))?;
+    let len = file
+        .metadata()
+        .map_err(|source| AdmissionError::Open {
             path: path.to_string(),
-        });
-    }
-    let root = root
-        .canonicalize()
-        .map_err(|source| AdmissionError::Scope {
             root: root.to_path_buf(),
             source,
-        })?;
-    let open_err = |source| AdmissionError::Open {
-        path: path.to_string(),
-        root: root.clone(),
-        source,
-    };
-    let full = root.join(rel).canonicalize().map_err(open_err)?;
-    if !full.starts_with(&root) {
-        return Err(AdmissionError::OutsideScope {
-            path: path.to_string(),
-            resolved: full,
-            root,
-        });
-    }
-    let file = std::fs::File::open(&full).map_err(open_err)?;
-    let meta = file.metadata().map_err(open_err)?;
-    if !meta.is_file() {
-        return Err(AdmissionError::NotAFile {
-            path: path.to_string(),
-        });
-    }
-    if meta.len() > ARTIFACT_BYTES.max {
+        })?
+        .len();
+    if len > ARTIFACT_BYTES.max {
         return Err(AdmissionError::TooLarge {
             path: path.to_string(),
-            bytes: meta.len(),
+            bytes: len,
         });
     }
     Ok(file)
+}
+
+/// Why the scope refused the artifact, in admission's words.
+fn refused(path: &str, root: &Path, e: ScopeError) -> AdmissionError {
+    let path = path.to_string();
+    match e {
+        ScopeError::NotRelative { .. } => AdmissionError::NotRelative { path },
+        ScopeError::Escapes { .. }
+        | ScopeError::Symlink { .. }
+        | ScopeError::OtherDevice { .. } => AdmissionError::OutsideScope {
+            path,
+            reason: e.to_string(),
+        },
+        ScopeError::WrongType { found, .. } => AdmissionError::NotAFile { path, found },
+        ScopeError::TooLarge { bytes, .. } => AdmissionError::TooLarge { path, bytes },
+        ScopeError::NotFound { .. } => AdmissionError::Open {
+            path,
+            root: root.to_path_buf(),
+            source: std::io::Error::from(std::io::ErrorKind::NotFound),
+        },
+        ScopeError::Io { source, .. } => AdmissionError::Open {
+            path,
+            root: root.to_path_buf(),
+            source,
+        },
+        other => AdmissionError::Open {
+            path,
+            root: root.to_path_buf(),
+            source: std::io::Error::other(other.to_string()),
+        },
+    }
 }
 
 /// Bytes read, hashed and written at a time.
@@ -309,7 +333,7 @@ const CHUNK_BYTES: usize = 1 << 20;
 /// Copies `source` into `snapshot` while a second thread hashes what was copied, one chunk
 /// behind: admission then costs about the larger of copying and hashing, not their sum.
 fn copy_and_hash(
-    source: &mut std::fs::File,
+    source: &mut impl Read,
     snapshot: &mut std::fs::File,
     path: &str,
 ) -> Result<(u64, String), AdmissionError> {
@@ -380,7 +404,7 @@ fn start_writeback(snapshot: &std::fs::File, offset: u64, len: usize) {
 }
 
 /// Reads until `buf` is full or the file ends.
-fn read_full(file: &mut std::fs::File, buf: &mut [u8]) -> std::io::Result<usize> {
+fn read_full(file: &mut impl Read, buf: &mut [u8]) -> std::io::Result<usize> {
     let mut got = 0;
     while got < buf.len() {
         match file.read(&mut buf[got..]) {

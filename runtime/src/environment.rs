@@ -11,8 +11,13 @@ pub enum EnvSource {
     /// The calling process's environment (only declared names are read).
     #[default]
     Process,
-    /// Exactly these values; nothing else is visible (harness cases, embedders).
+    /// Exactly these values for the declared names (harness cases, embedders); a cli-tool
+    /// gets the fixed baseline ([`FIXED_BASELINE`], `HOME` = the workspace), the same on every
+    /// machine, and nothing of the calling process.
     Map(BTreeMap<String, String>),
+    /// Exactly these values, for the declared names and a cli-tool's baseline names alike:
+    /// nothing is read from the calling process (a step server's request).
+    Only(BTreeMap<String, String>),
 }
 
 impl EnvSource {
@@ -20,10 +25,36 @@ impl EnvSource {
     pub fn get(&self, name: &str) -> Option<String> {
         match self {
             EnvSource::Process => std::env::var(name).ok(),
-            EnvSource::Map(m) => m.get(name).cloned(),
+            EnvSource::Map(m) | EnvSource::Only(m) => m.get(name).cloned(),
+        }
+    }
+
+    /// The value of a cli-tool baseline name (`PATH`, `HOME`, locale, certificates, see
+    /// [`crate::subprocess::BASELINE_ENV`]) outside the declared names: the calling process's
+    /// for [`EnvSource::Process`]; for [`EnvSource::Map`], only [`FIXED_BASELINE`] and `HOME` =
+    /// `workspace`; for [`EnvSource::Only`], the given values alone. So nothing of the host
+    /// leaks into a harness case or a served step.
+    pub fn baseline(&self, name: &str, workspace: &std::path::Path) -> Option<OsString> {
+        match self {
+            EnvSource::Process => std::env::var_os(name),
+            EnvSource::Map(_) if name == "HOME" => Some(workspace.as_os_str().to_os_string()),
+            EnvSource::Map(_) => FIXED_BASELINE
+                .iter()
+                .find(|(k, _)| *k == name)
+                .map(|(_, v)| OsString::from(v)),
+            EnvSource::Only(m) => m.get(name).map(OsString::from),
         }
     }
 }
+
+/// The baseline a cli-tool child of an [`EnvSource::Map`] run starts from, whatever machine it
+/// runs on (harness cases see exactly this plus their `env`); `HOME` is added and is the run's
+/// workspace.
+pub const FIXED_BASELINE: &[(&str, &str)] = &[
+    ("PATH", "/usr/local/bin:/usr/bin:/bin"),
+    ("LANG", "C.UTF-8"),
+    ("TZ", "UTC"),
+];
 
 /// The values of the names `runner` declares: every required name (a missing one fails the run
 /// before anything starts) and the optional names that are set.
@@ -48,12 +79,6 @@ pub fn declared(runner: &Runner, env: &EnvSource) -> Result<BTreeMap<String, Str
         }
     }
     Ok(out)
-}
-
-/// A host environment value outside the declared names (the cli-tool baseline: `PATH`, `HOME`,
-/// locale, certificates), read from the calling process.
-pub(crate) fn host_value(name: &str) -> Option<OsString> {
-    std::env::var_os(name)
 }
 
 #[cfg(test)]
@@ -91,5 +116,23 @@ mod tests {
             (FailureKind::Environment, "missing_environment")
         );
         assert!(e.message.contains("`REGION`"), "{e}");
+    }
+
+    #[test]
+    fn only_reads_nothing_of_the_host_not_even_the_baseline() {
+        // PATH is set in every test process; `Only` never lets it through, `Map` gives the
+        // fixed baseline instead of the host's.
+        let ws = std::path::Path::new("/ws");
+        let only = EnvSource::Only(BTreeMap::from([("HOME".to_string(), "/h".to_string())]));
+        assert_eq!(only.baseline("PATH", ws), None);
+        assert_eq!(only.baseline("HOME", ws), Some(OsString::from("/h")));
+        assert_eq!(only.get("HOME").as_deref(), Some("/h"));
+        let map = EnvSource::Map(BTreeMap::new());
+        assert_eq!(
+            map.baseline("PATH", ws),
+            Some(OsString::from("/usr/local/bin:/usr/bin:/bin"))
+        );
+        assert_eq!(map.baseline("HOME", ws), Some(OsString::from("/ws")));
+        assert_eq!(map.baseline("USER", ws), None);
     }
 }

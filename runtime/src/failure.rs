@@ -50,7 +50,10 @@ pub enum FailureKind {
     WorkerCrashed,
     /// The host sent the worker a request it refused (a runtime bug).
     InvalidRequest,
-    /// The run was interrupted (Ctrl-C, `Runtime::interrupt`).
+    /// The run produced its output but its receipt could not be written, so it is not sealed.
+    Receipt,
+    /// The run was interrupted (Ctrl-C, SIGTERM, SIGHUP, `Runtime::interrupt`, its request's
+    /// cancel token).
     Interrupted,
     /// A bug or an unexpected state in runx itself.
     Internal,
@@ -58,7 +61,7 @@ pub enum FailureKind {
 
 impl FailureKind {
     /// Every kind, in the order of the README table.
-    pub const ALL: [FailureKind; 17] = [
+    pub const ALL: [FailureKind; 18] = [
         FailureKind::Usage,
         FailureKind::Input,
         FailureKind::Profile,
@@ -74,6 +77,7 @@ impl FailureKind {
         FailureKind::Exit,
         FailureKind::WorkerCrashed,
         FailureKind::InvalidRequest,
+        FailureKind::Receipt,
         FailureKind::Interrupted,
         FailureKind::Internal,
     ];
@@ -96,6 +100,7 @@ impl FailureKind {
             FailureKind::Exit => "exit",
             FailureKind::WorkerCrashed => "worker_crashed",
             FailureKind::InvalidRequest => "invalid_request",
+            FailureKind::Receipt => "receipt",
             FailureKind::Interrupted => "interrupted",
             FailureKind::Internal => "internal",
         }
@@ -165,7 +170,7 @@ impl RunError {
         RunError::new(
             FailureKind::Interrupted,
             "interrupted",
-            "the run was interrupted; its workers and processes were killed",
+            "the run was interrupted; the worker or process group running it was killed",
         )
     }
 
@@ -202,6 +207,7 @@ impl From<Failure> for RunError {
             FailureCode::OutputRejected => FailureKind::OutputRejected,
             FailureCode::ResourceLimit => FailureKind::ResourceLimit,
             FailureCode::WorkerCrashed => FailureKind::WorkerCrashed,
+            FailureCode::Interrupted => FailureKind::Interrupted,
             FailureCode::Internal => FailureKind::Internal,
         };
         let code = f.limit.map_or(f.code.name(), |l| l.name());
@@ -262,6 +268,8 @@ impl From<SubprocessError> for RunError {
                 (FailureKind::Input, "input_name_collision")
             }
             SubprocessError::InvalidInputName { .. } => (FailureKind::Input, "invalid_input_name"),
+            SubprocessError::NulByte { .. } => (FailureKind::Input, "nul_byte"),
+            SubprocessError::TooLong { .. } => (FailureKind::Input, "argument_list_too_long"),
             SubprocessError::Cwd { .. } => (FailureKind::Spawn, "cwd"),
             SubprocessError::Spawn { .. } => (FailureKind::Spawn, "spawn"),
             SubprocessError::Io { .. } => (FailureKind::Internal, "io"),

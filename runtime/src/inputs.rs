@@ -9,7 +9,12 @@
 //! profile cannot make the runtime fetch anything.
 
 use serde_json::{Map, Value};
+use std::io::Read;
+use std::path::Path;
 
+use runx_worker::scope::{Scope, ScopeError, read_capped};
+
+use crate::limits::INPUTS_BYTES;
 use crate::profile::{
     PathScope, RESERVED_PAGE_INPUT, Runner, RunnerKind, ValueType, compile_schema, with_article,
 };
@@ -110,6 +115,26 @@ pub enum InputError {
         /// The key.
         key: String,
     },
+    /// The inputs file cannot be opened or read inside the working directory.
+    #[error("cannot read inputs file `{file}`: {reason}")]
+    InputsFile {
+        /// The file as given.
+        file: String,
+        /// Why, naming the working directory.
+        reason: String,
+    },
+    /// Stdin cannot be read.
+    #[error("cannot read stdin: {reason}")]
+    Stdin {
+        /// Why.
+        reason: String,
+    },
+    /// An inputs file or stdin holds more than [`INPUTS_BYTES`].
+    #[error("{source_name} holds more than {} bytes of inputs (limit `{}`); pass large values as files the skill reads", INPUTS_BYTES.max, INPUTS_BYTES.name)]
+    TooLarge {
+        /// The file, or `stdin`.
+        source_name: String,
+    },
     /// An inputs file or stdin is not UTF-8.
     #[error("{source_name} is not UTF-8 (first invalid byte at offset {offset})")]
     NotUtf8 {
@@ -156,6 +181,9 @@ impl InputError {
             InputError::KvNoEquals { .. }
             | InputError::KvEmptyKey { .. }
             | InputError::KvDuplicate { .. } => "bad_pair",
+            InputError::InputsFile { .. } => "inputs_file",
+            InputError::Stdin { .. } => "stdin",
+            InputError::TooLarge { .. } => INPUTS_BYTES.name,
             InputError::NotUtf8 { .. } => "not_utf8",
             InputError::InvalidJson { .. } | InputError::KvInvalidJson { .. } => "invalid_json",
             InputError::NotObject { .. } => "not_object",
@@ -530,6 +558,48 @@ pub fn parse_pairs(
         }
     }
     Ok(out)
+}
+
+/// Reads the input object from `file`, a path inside the working directory `cwd` (relative,
+/// or absolute under `cwd`): opened through [`Scope`] (no symlink, a regular file, without
+/// blocking) and read up to [`INPUTS_BYTES`].
+pub fn read_object_file(cwd: &Path, file: &str) -> Result<Map<String, Value>, InputError> {
+    let refused = |reason: String| InputError::InputsFile {
+        file: file.to_string(),
+        reason,
+    };
+    let given = Path::new(file);
+    let rel = if given.is_absolute() {
+        given.strip_prefix(cwd).map_err(|_| {
+            refused(format!(
+                "it lies outside the working directory {}",
+                cwd.display()
+            ))
+        })?
+    } else {
+        given
+    };
+    let scope = Scope::open(cwd).map_err(|e| refused(format!("{}: {e}", cwd.display())))?;
+    let bytes = scope.read(rel, INPUTS_BYTES.max).map_err(|e| match e {
+        ScopeError::TooLarge { .. } => InputError::TooLarge {
+            source_name: file.to_string(),
+        },
+        other => refused(other.to_string()),
+    })?;
+    parse_object(&bytes, file)
+}
+
+/// Reads the input object from `reader` (stdin) to its end, but never more than
+/// [`INPUTS_BYTES`] + 1 bytes, whatever the reader is (`/dev/zero` included).
+pub fn read_object(reader: &mut impl Read, source: &str) -> Result<Map<String, Value>, InputError> {
+    let bytes = read_capped(reader, INPUTS_BYTES.max, 0)
+        .map_err(|e| InputError::Stdin {
+            reason: e.to_string(),
+        })?
+        .map_err(|_| InputError::TooLarge {
+            source_name: source.to_string(),
+        })?;
+    parse_object(&bytes, source)
 }
 
 /// Parses a complete inputs object from a file or stdin; `source` names it in errors

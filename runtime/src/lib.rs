@@ -15,6 +15,7 @@
 //! | [`runtime`] | [`Runtime`], [`RunRequest`], [`RunOutcome`]: one step, start to receipt |
 //! | `runner` | the javascript, paged and cli-tool runners |
 //! | [`profile`] | the `X.yaml` model, its parser and its rules |
+//! | [`yaml`] | the nesting guard every YAML document passes before it is parsed |
 //! | [`inputs`] | input resolution and the output contract |
 //! | [`environment`] | where environment values come from; the declared-names check |
 //! | [`limits`] | every limit, once, as data |
@@ -23,6 +24,7 @@
 //! | [`subprocess`] | staging, environment, command lookup, supervision, capture of a process |
 //! | [`receipt`], [`digest`] | receipts; canonical JSON and digests |
 //! | [`signing`], [`verification`] | receipt keys, seals and signatures; checking receipt files |
+//! | [`report`] | the JSON of a run's result and of a package's description, as printed |
 //! | [`harness`] | fixture cases: discovery, running, matching |
 //! | [`workers`], [`cancel`], [`progress`] | the worker pool, cancellation, page progress |
 //!
@@ -51,15 +53,21 @@
 //!     Ok(output) => println!("sealed: {output}"),
 //!     Err(e) => eprintln!("{}/{}: {}", e.kind, e.code, e.message),
 //! }
-//! // Every run, sealed or not, leaves a receipt.
+//! // Every run whose package loads, sealed or not, leaves a receipt.
 //! println!("receipt: {:?}", outcome.receipt_path);
+//! // Another thread may stop this one step: `step.cancel.cancel()` kills its worker (or its
+//! // cli-tool process group) and the run ends `interrupted`, with its receipt.
 //! ```
+//!
+//! Graph runners in other languages reach the same warm runtime through `runx serve`
+//! (the `runx-serve` crate): JSON-RPC 2.0 over stdio, one step per `run` request.
 #![deny(unsafe_code)]
 #![warn(missing_docs)]
 
 pub mod artifact;
 pub mod cancel;
 pub mod digest;
+mod durable;
 pub mod environment;
 pub mod failure;
 pub mod framing;
@@ -69,14 +77,27 @@ pub mod limits;
 pub mod profile;
 pub mod progress;
 pub mod receipt;
+pub mod report;
 mod runner;
 pub mod runtime;
 pub mod signing;
 pub mod subprocess;
 pub mod verification;
 pub mod workers;
+pub mod yaml;
 
 pub use environment::EnvSource;
+
+/// Property-test settings: `default` cases, or as many as `PROPTEST_CASES` says (the long runs
+/// recorded in the README set it to 1,000,000).
+#[cfg(test)]
+pub(crate) fn proptest_config(default: u32) -> proptest::test_runner::Config {
+    let mut config = proptest::test_runner::Config::default();
+    if std::env::var_os("PROPTEST_CASES").is_none() {
+        config.cases = default;
+    }
+    config
+}
 pub use failure::{FailureKind, RunError};
 pub use runner::cli_tool::WORKSPACE_CWD_TOKEN;
 pub use runtime::{RunOutcome, RunRequest, Runtime};

@@ -215,6 +215,30 @@ pub const PROFILE_BYTES: LimitDef = LimitDef::fixed(
     "the X.yaml file of a package",
 );
 
+/// Nesting of a YAML document runx reads (`X.yaml`, fixture files), checked on the text before
+/// it is parsed: YAML parsers slow down with the square of the nesting depth, so a deep
+/// document under the size cap could otherwise stall a run for minutes.
+pub const YAML_DEPTH: LimitDef = LimitDef::fixed(
+    "yaml_depth",
+    Unit::Count,
+    64,
+    "nesting of X.yaml and fixture files: open brackets plus indentation levels",
+);
+/// Size of a fixture file (`fixtures/*.yaml`).
+pub const FIXTURE_BYTES: LimitDef = LimitDef::fixed(
+    "fixture_bytes",
+    Unit::Bytes,
+    4 * MIB as u64,
+    "a fixture file of a package (fixtures/*.yaml)",
+);
+/// Size of the input object read by `runx skill --inputs FILE|-`.
+pub const INPUTS_BYTES: LimitDef = LimitDef::fixed(
+    "inputs_bytes",
+    Unit::Bytes,
+    4 * MIB as u64,
+    "the input object read from --inputs FILE or stdin",
+);
+
 /// Size of a receipt file `runx receipt verify` and `show` read.
 pub const RECEIPT_BYTES: LimitDef = LimitDef::fixed(
     "receipt_bytes",
@@ -274,7 +298,7 @@ pub const PRINTED_TEXT_BYTES: LimitDef = LimitDef::fixed(
 );
 
 /// Every limit, for documentation and `runx skill inspect`.
-pub const CATALOGUE: [&LimitDef; 27] = [
+pub const CATALOGUE: [&LimitDef; 30] = [
     &INPUT_BYTES,
     &OUTPUT_BYTES,
     &SOURCE_BYTES,
@@ -302,6 +326,9 @@ pub const CATALOGUE: [&LimitDef; 27] = [
     &HARNESS_SEARCH_DEPTH,
     &HARNESS_SEARCH_DIRS,
     &PRINTED_TEXT_BYTES,
+    &YAML_DEPTH,
+    &FIXTURE_BYTES,
+    &INPUTS_BYTES,
 ];
 
 /// The limits that apply to one run, with their values.

@@ -282,14 +282,12 @@ impl Receipt {
         self.signature = signature;
     }
 
-    /// Writes the receipt as `<dir>/<id>.json`, creating `dir` when needed.
+    /// Writes the receipt as `<dir>/<id>.json`, creating `dir` when needed, atomically: the
+    /// file appears whole or not at all ([`crate::durable`]).
     pub fn write(&self, dir: &Path) -> std::io::Result<PathBuf> {
-        std::fs::create_dir_all(dir)?;
-        let path = dir.join(format!("{}.json", self.id));
         let mut text = serde_json::to_vec_pretty(self).map_err(std::io::Error::other)?;
         text.push(b'\n');
-        std::fs::write(&path, text)?;
-        Ok(path)
+        crate::durable::write_new(dir, &format!("{}.json", self.id), &text)
     }
 }
 

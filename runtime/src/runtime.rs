@@ -5,7 +5,7 @@
 use crate::cancel::CancelToken;
 use crate::digest::digest;
 use crate::environment::{self, EnvSource};
-use crate::failure::RunError;
+use crate::failure::{FailureKind, RunError};
 use crate::inputs::{check_outputs, resolve_inputs};
 use crate::profile::{self, Profile, Runner, RunnerKind, RunnerType};
 use crate::progress::ProgressSink;
@@ -20,7 +20,6 @@ use runx_worker::engine::ConsoleLog;
 use runx_worker::process::WorkerCommand;
 use serde_json::{Map, Value};
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
 /// One run of one runner.
@@ -40,6 +39,9 @@ pub struct RunRequest {
     pub receipt_dir: Option<PathBuf>,
     /// Called after each page of a paged run.
     pub progress: Option<ProgressSink>,
+    /// Cancels this run alone: its worker or process group is killed and it ends
+    /// `interrupted` (with a receipt). [`Runtime::interrupt`] cancels it too.
+    pub cancel: CancelToken,
 }
 
 impl RunRequest {
@@ -54,6 +56,7 @@ impl RunRequest {
             workspace: default_workspace(),
             receipt_dir: None,
             progress: None,
+            cancel: CancelToken::new(),
         }
     }
 
@@ -83,10 +86,15 @@ pub struct RunOutcome {
     pub runner: String,
     /// The output when sealed, the failure otherwise.
     pub result: Result<Value, RunError>,
-    /// The receipt as written.
+    /// The receipt as written (or as it would have been, when it was not).
     pub receipt: Receipt,
-    /// Where the receipt was written, when it could be.
+    /// Where the receipt was written. `None` when the package did not load (there is no skill
+    /// to name, so no receipt is written) or when the receipt could not be written.
     pub receipt_path: Option<PathBuf>,
+    /// The output of a run that met its contract but could not be sealed because its receipt
+    /// could not be written (the result is then a `receipt` failure): handed back so nothing
+    /// is lost.
+    pub unsealed_output: Option<Value>,
     /// Console output of javascript runners.
     pub log: ConsoleLog,
     /// What a cli-tool runner wrote to stderr: the first
@@ -103,9 +111,9 @@ impl RunOutcome {
         }
     }
 
-    /// The output, when sealed.
+    /// The output: when sealed, or when only its receipt could not be written.
     pub fn output(&self) -> Option<&Value> {
-        self.result.as_ref().ok()
+        self.result.as_ref().ok().or(self.unsealed_output.as_ref())
     }
 
     /// The failure, when not sealed.
@@ -123,7 +131,7 @@ impl RunOutcome {
 pub struct Runtime {
     workers: Workers,
     instance: String,
-    interrupted: AtomicBool,
+    /// Every run's token is linked under this one.
     cancel: CancelToken,
     engine: String,
     signer: Option<Signer>,
@@ -145,7 +153,6 @@ impl Runtime {
         Runtime {
             workers: Workers::new(worker),
             instance: instance_id(),
-            interrupted: AtomicBool::new(false),
             cancel: CancelToken::default(),
             engine: DEFAULT_ENGINE.to_string(),
             signer: None,
@@ -205,9 +212,14 @@ impl Runtime {
         &self.instance
     }
 
-    /// Stops everything in flight: kills every worker and subprocess; runs end `interrupted`.
+    /// Whether [`Runtime::interrupt`] was called.
+    pub fn is_interrupted(&self) -> bool {
+        self.cancel.is_cancelled()
+    }
+
+    /// Stops everything in flight: kills every worker and subprocess; runs end `interrupted`,
+    /// and so does every later run. To stop one run, cancel its [`RunRequest::cancel`].
     pub fn interrupt(&self) {
-        self.interrupted.store(true, Ordering::SeqCst);
         self.cancel.cancel();
         self.workers.kill_all();
     }
@@ -219,13 +231,31 @@ impl Runtime {
 
     /// Runs one runner and writes its receipt. Never panics on bad input: every problem comes
     /// back as the outcome's `result`.
+    ///
+    /// Every run whose package loads leaves a receipt naming the skill, whatever fails after
+    /// that; a run whose package cannot be loaded (no `X.yaml`, an invalid profile) leaves
+    /// none. A run whose receipt cannot be written is not sealed: it fails with kind `receipt`,
+    /// and its output is kept in [`RunOutcome::unsealed_output`].
     pub fn run(&self, req: &RunRequest) -> RunOutcome {
+        self.run_or_refuse(req, None)
+    }
+
+    /// Records a run refused before its runner could start, for a reason found outside the
+    /// runtime (the caller could not read its inputs file, say): nothing runs, but the refusal
+    /// is reported and receipted by the same rule as [`Runtime::run`].
+    pub fn refuse(&self, req: &RunRequest, error: RunError) -> RunOutcome {
+        self.run_or_refuse(req, Some(error))
+    }
+
+    fn run_or_refuse(&self, req: &RunRequest, refused: Option<RunError>) -> RunOutcome {
         let started = Instant::now();
         let started_at_ms = now_ms();
-        let (identity, ran) = self.execute(req);
+        self.cancel.link(&req.cancel);
+        let (identity, ran) = self.execute(req, refused);
         let Ran { result, provenance } = ran;
         let mut result = result.map(|p| p.output);
-        if self.interrupted.load(Ordering::SeqCst) && result.is_err() {
+        // Whatever a killed worker or process looked like, a cancelled run was interrupted.
+        if req.cancel.is_cancelled() && result.is_err() {
             result = Err(RunError::interrupted());
         }
         let closure = Closure::of(&result);
@@ -263,11 +293,31 @@ impl Runtime {
         };
         receipt.seal(self.signer.as_ref());
         let dir = req.receipt_dir();
-        let receipt_path = match receipt.write(&dir) {
-            Ok(p) => Some(p),
-            Err(e) => {
-                tracing::warn!("cannot write the receipt under {}: {e}", dir.display());
-                None
+        let mut unsealed_output = None;
+        // A skill name is known exactly when the package loaded.
+        let receipt_path = if receipt.skill.is_empty() {
+            None
+        } else {
+            match receipt.write(&dir) {
+                Ok(p) => Some(p),
+                Err(e) => {
+                    let failure = RunError::new(
+                        FailureKind::Receipt,
+                        "receipt_write",
+                        format!(
+                            "the receipt could not be written under {}: {e}; the run is not sealed",
+                            dir.display()
+                        ),
+                    );
+                    tracing::warn!("{}", failure.message);
+                    if let Ok(output) = result {
+                        unsealed_output = Some(output);
+                        receipt.status = RunStatus::Failure;
+                        receipt.failure = Some(failure.clone());
+                        result = Err(failure);
+                    }
+                    None
+                }
             }
         };
         RunOutcome {
@@ -276,14 +326,16 @@ impl Runtime {
             result,
             receipt,
             receipt_path,
+            unsealed_output,
             log: provenance.log,
             stderr: provenance.stderr,
         }
     }
 
     /// Loads the package, selects the runner, resolves its inputs and environment, runs it
-    /// and checks its output contract.
-    fn execute(&self, req: &RunRequest) -> (Identity, Ran) {
+    /// and checks its output contract; a `refused` run stops once the package and runner are
+    /// known.
+    fn execute(&self, req: &RunRequest, refused: Option<RunError>) -> (Identity, Ran) {
         let mut identity = Identity {
             skill: String::new(),
             version: String::new(),
@@ -293,19 +345,25 @@ impl Runtime {
         };
         let profile = match profile::load(&req.dir) {
             Ok(p) => p,
-            Err(e) => return (identity, Ran::failed(e.into())),
+            Err(e) => return (identity, Ran::failed(refused.unwrap_or_else(|| e.into()))),
         };
         identity.skill = profile.skill.clone();
         identity.version = profile.version.clone();
         identity.profile_digest = Some(profile.digest.clone());
         let runner = match profile.runner(req.runner.as_deref()) {
             Ok(r) => r,
-            Err(e) => return (identity, Ran::failed(e.into())),
+            Err(e) => return (identity, Ran::failed(refused.unwrap_or_else(|| e.into()))),
         };
         identity.runner = runner.name.clone();
         identity.runner_type = Some(runner.kind.runner_type());
+        if let Some(error) = refused {
+            return (identity, Ran::failed(error));
+        }
+        if req.cancel.is_cancelled() {
+            return (identity, Ran::failed(RunError::interrupted()));
+        }
         let ran = match self.step(&profile, runner, req) {
-            Ok(step) => self.dispatch(step),
+            Ok(step) => self.dispatch(step, &req.cancel),
             Err(e) => Ran::failed(e),
         };
         (identity, checked(ran, runner))
@@ -324,6 +382,7 @@ impl Runtime {
             runner,
             inputs: resolved.inputs,
             environment: environment::declared(runner, &req.env)?,
+            env: &req.env,
             workspace: &req.workspace,
             progress: req.progress.as_ref(),
             page_source: resolved.page_source,
@@ -348,10 +407,10 @@ impl Runtime {
         vars
     }
 
-    fn dispatch(&self, step: Step<'_>) -> Ran {
+    fn dispatch(&self, step: Step<'_>, cancel: &CancelToken) -> Ran {
         let ctx = RunContext {
             workers: &self.workers,
-            cancel: &self.cancel,
+            cancel,
             instance: &self.instance,
         };
         match &step.runner.kind {

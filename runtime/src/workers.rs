@@ -16,6 +16,9 @@ pub const WORKER_ENV: &str = "RUNX_WORKER";
 /// The engine a worker uses when none is named.
 pub use runx_worker::serve::DEFAULT_ENGINE;
 
+/// The most workers a runtime's pool may have.
+pub use runx_worker::pool::MAX_WORKERS;
+
 /// The worker pools of a runtime: one per engine, each started on first use.
 pub(crate) struct Workers {
     command: WorkerCommand,

@@ -1,9 +1,11 @@
 //! Module bundles: the entry module and its static import closure, held in memory.
 //!
-//! The host collects a bundle from a skill directory once ([`collect`]), checks every file on
-//! the way (contained, no symlinks, `.mjs`/`.js`, UTF-8, within the source limit), and sends it
+//! The host collects a bundle from a skill directory once ([`collect`]), opens every file on
+//! the way through [`crate::scope`] (contained, no symlinks, a regular file, `.mjs`/`.js`, UTF-8,
+//! within the source limit), and sends it
 //! to each worker once; the worker caches it by [`ModuleBundle::digest`].
 
+use crate::scope::{Scope, ScopeError};
 use crate::specifier::{self, Rejected};
 use rquickjs::loader::{ImportAttributes, Loader, Resolver};
 use rquickjs::module::Declared;
@@ -12,7 +14,7 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use std::cell::RefCell;
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::rc::Rc;
 
 /// An entry module and every module it imports, by bundle path.
@@ -98,16 +100,17 @@ impl ModuleBundle {
 /// Collects the static import closure of `entry` (a path relative to `root`).
 ///
 /// The modules are compiled, never run: QuickJS resolves and loads static imports while it
-/// compiles, through the same [`specifier::resolve`] rule the worker uses. Every file must be a
-/// regular file inside `root` reached without any symlink.
+/// compiles, through the same [`specifier::resolve`] rule the worker uses. Every file is opened
+/// inside `root` through [`Scope`]: a regular file reached without any symlink, read up to what
+/// is left of `source_limit`.
 pub fn collect(root: &Path, entry: &str, source_limit: usize) -> Result<ModuleBundle, BundleError> {
     let entry = specifier::check_entry(entry)?;
-    let root = root.canonicalize().map_err(|e| BundleError::File {
+    let scope = Scope::open(root).map_err(|e| BundleError::File {
         path: root.display().to_string(),
         reason: format!("the skill directory cannot be opened: {e}"),
     })?;
     let state = Rc::new(RefCell::new(CollectState {
-        root,
+        scope,
         modules: BTreeMap::new(),
         error: None,
         limit: source_limit,
@@ -171,53 +174,34 @@ pub(crate) fn exception_text(ctx: &Ctx<'_>) -> String {
 }
 
 struct CollectState {
-    root: PathBuf,
+    scope: Scope,
     modules: BTreeMap<String, String>,
     error: Option<BundleError>,
     limit: usize,
 }
 
 impl CollectState {
-    /// Reads one module, refusing symlinks anywhere below the root and anything outside it.
+    /// Reads one module through the scope: no symlink at any component, nothing outside the
+    /// skill directory, a regular file, at most the source bytes still allowed.
     fn read(&mut self, path: &str) -> Result<String, BundleError> {
         let file_err = |reason: String| BundleError::File {
             path: path.to_string(),
             reason,
         };
-        let mut at = self.root.clone();
-        for part in path.split('/') {
-            at.push(part);
-            let meta = std::fs::symlink_metadata(&at)
-                .map_err(|e| file_err(format!("cannot be read: {e}")))?;
-            if meta.file_type().is_symlink() {
-                return Err(file_err(format!(
-                    "`{}` is a symlink; modules must be regular files inside the skill directory",
-                    at.display()
-                )));
-            }
-        }
-        let canonical = at
-            .canonicalize()
-            .map_err(|e| file_err(format!("cannot be resolved: {e}")))?;
-        if !canonical.starts_with(&self.root) {
-            return Err(file_err("lies outside the skill directory".to_string()));
-        }
-        if !std::fs::metadata(&canonical)
-            .map_err(|e| file_err(e.to_string()))?
-            .is_file()
-        {
-            return Err(file_err("is not a regular file".to_string()));
-        }
-        let bytes = std::fs::read(&canonical).map_err(|e| file_err(e.to_string()))?;
+        let so_far = self.modules.values().map(String::len).sum::<usize>();
+        let left = self.limit.saturating_sub(so_far) as u64;
+        let bytes = self.scope.read(path, left).map_err(|e| match e {
+            ScopeError::TooLarge { bytes, .. } => BundleError::TooLarge {
+                bytes: so_far.saturating_add(usize::try_from(bytes).unwrap_or(usize::MAX)),
+                limit: self.limit,
+            },
+            ScopeError::Symlink { .. } => file_err(format!(
+                "{e}; modules must be regular files inside the skill directory"
+            )),
+            other => file_err(other.to_string()),
+        })?;
         let text =
             String::from_utf8(bytes).map_err(|_| file_err("is not valid UTF-8".to_string()))?;
-        let total = self.modules.values().map(String::len).sum::<usize>() + text.len();
-        if total > self.limit {
-            return Err(BundleError::TooLarge {
-                bytes: total,
-                limit: self.limit,
-            });
-        }
         self.modules.insert(path.to_string(), text.clone());
         Ok(text)
     }

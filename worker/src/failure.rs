@@ -19,6 +19,8 @@ pub enum FailureCode {
     ResourceLimit,
     /// The worker process died or broke protocol while it held the call.
     WorkerCrashed,
+    /// The caller cancelled the call ([`crate::cancel::CancelToken`]); its worker was killed.
+    Interrupted,
     /// A bug or an unexpected state in the runtime itself.
     Internal,
 }
@@ -33,6 +35,7 @@ impl FailureCode {
             FailureCode::OutputRejected => "output_rejected",
             FailureCode::ResourceLimit => "resource_limit",
             FailureCode::WorkerCrashed => "worker_crashed",
+            FailureCode::Interrupted => "interrupted",
             FailureCode::Internal => "internal",
         }
     }

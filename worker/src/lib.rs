@@ -9,9 +9,13 @@
 //! - [`bundle`] and [`specifier`]: the module closure and the one rule for what an import may name.
 //! - [`frame`] and [`protocol`]: length-prefixed frames between host and worker.
 //! - [`serve`]: the worker process loop (`runx __worker`, or the `runx-worker` binary).
-//! - [`pool`] and [`process`]: supervised worker processes on the host side.
+//! - [`pool`] and [`process`]: supervised worker processes on the host side; [`cancel`]: stopping
+//!   one call (its worker is killed) or everything at once; [`descriptor`]: the channel page
+//!   descriptors travel on.
 //! - [`limits`] and [`failure`]: limits as data, typed failures; [`fatal`]: the answer a worker
 //!   still gives when its engine must end the process.
+//! - [`scope`]: contained opens, the one way runx reads a file inside a directory it was
+//!   given; [`child`]: child processes tied to this process. Both are used by the runtime too.
 //!
 //! Calling an export in-process (no pool, no sandbox process; tests and benchmarks do this):
 //!
@@ -41,6 +45,8 @@
 #![warn(missing_docs)]
 
 pub mod bundle;
+pub mod cancel;
+pub mod child;
 pub mod descriptor;
 pub mod engine;
 pub mod failure;
@@ -51,6 +57,7 @@ pub mod pool;
 pub mod process;
 pub mod protocol;
 pub mod quickjs;
+pub mod scope;
 pub mod serve;
 pub mod specifier;
 #[cfg(feature = "v8")]

@@ -2,8 +2,11 @@
 //!
 //! [`Pool::call`] is blocking and thread-safe. A call is retried on another worker only when it
 //! cannot have started (the request never reached the worker), or when the caller marked it
-//! idempotent.
+//! idempotent. [`Pool::call_cancellable`] runs a call under a [`CancelToken`]: cancelling it
+//! kills the worker running that call (and only that one), which is replaced without spending
+//! the restart budget.
 
+use crate::cancel::CancelToken;
 use crate::engine::ConsoleLog;
 use crate::failure::{Failure, FailureCode};
 use crate::limits::Limit;
@@ -108,6 +111,9 @@ struct State {
     live: usize,
     /// Workers ever started (the first `size` are not replacements).
     started: usize,
+    /// Workers killed because their call was cancelled: their replacements are owed, not
+    /// restarts, and spend no budget.
+    excused: usize,
     /// When replacements happened, within the window.
     restarts: VecDeque<Instant>,
     /// Why the last worker was lost.
@@ -144,13 +150,32 @@ impl Pool {
 
     /// Runs one call on a worker, blocking until it ends.
     pub fn call(&self, call: &Call) -> Result<Reply, CallError> {
+        self.call_cancellable(call, &CancelToken::new())
+    }
+
+    /// Runs one call on a worker, blocking until it ends or `cancel` is cancelled: then the
+    /// worker running it is killed (its replacement spends no restart budget) and the call
+    /// fails `interrupted`. A call cancelled before it reaches a worker never starts.
+    pub fn call_cancellable(&self, call: &Call, cancel: &CancelToken) -> Result<Reply, CallError> {
         // A call too large for its limits never reaches a worker.
         Failure::check_input(call.input_bytes(), &call.limits.narrow())?;
         let mut crashed_once = false;
         let mut unsent = 0;
         loop {
-            let mut worker = self.acquire()?;
-            match worker.invoke(call, self.inner.config.grace) {
+            let mut worker = self.acquire(cancel)?;
+            let outcome = match cancel.watch(worker.pid) {
+                Some(_watch) => worker.invoke(call, self.inner.config.grace),
+                None => {
+                    self.release(worker);
+                    return Err(cancelled().into());
+                }
+            };
+            if cancel.is_cancelled() {
+                // The worker may have been killed mid-call, or just after it answered.
+                self.discard_cancelled(worker);
+                return outcome.map_err(|_| cancelled().into());
+            }
+            match outcome {
                 Ok(reply) => {
                     self.release(worker);
                     return Ok(reply);
@@ -228,10 +253,13 @@ impl Pool {
             .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
-    fn acquire(&self) -> Result<WorkerProcess, Failure> {
+    fn acquire(&self, cancel: &CancelToken) -> Result<WorkerProcess, Failure> {
         let cfg = &self.inner.config;
         let mut st = self.lock();
         loop {
+            if cancel.is_cancelled() {
+                return Err(cancelled());
+            }
             if st.closed {
                 return Err(Failure::new(
                     FailureCode::WorkerCrashed,
@@ -271,7 +299,7 @@ impl Pool {
     /// spends the restart budget and waits a backoff that doubles within the window.
     fn replacement_backoff(&self, st: &mut State) -> Budget {
         let cfg = &self.inner.config;
-        if st.started < cfg.size {
+        if st.started < cfg.size + st.excused {
             return Budget::Start(Duration::ZERO);
         }
         let now = Instant::now();
@@ -351,6 +379,12 @@ impl Pool {
         self.inner.changed.notify_one();
     }
 
+    /// Discards the worker of a cancelled call; its replacement is not a restart.
+    fn discard_cancelled(&self, worker: WorkerProcess) {
+        self.lock().excused += 1;
+        self.discard(worker, "its call was cancelled");
+    }
+
     fn discard(&self, mut worker: WorkerProcess, why: &str) {
         tracing::debug!(pid = worker.pid, why, "worker discarded");
         worker.kill();
@@ -376,6 +410,15 @@ impl Drop for Inner {
             kill_group(pid);
         }
     }
+}
+
+/// The failure of a call stopped by its [`CancelToken`].
+fn cancelled() -> Failure {
+    Failure::new(
+        FailureCode::Interrupted,
+        "the call was cancelled; a worker running it is killed and replaced",
+    )
+    .discard_worker()
 }
 
 fn crashed(why: String) -> Failure {

@@ -215,28 +215,6 @@ struct PageParts<'p> {
     file: Option<&'p std::fs::File>,
 }
 
-/// Makes `channel` the child's fd 3 (see [`descriptor`]).
-#[allow(unsafe_code)]
-fn give_descriptor_channel(cmd: &mut Command, channel: std::os::fd::RawFd) {
-    let target = descriptor::WORKER_FD;
-    // SAFETY: the closure runs in the forked child before `exec`, where only async-signal-safe
-    // calls are allowed: it calls `dup2` and `fcntl` only, allocates nothing and takes no lock.
-    // `channel` is a descriptor the parent keeps open until `spawn` returns.
-    unsafe {
-        cmd.pre_exec(move || {
-            if channel == target {
-                // `dup2` onto itself keeps close-on-exec; clear it instead.
-                if libc::fcntl(target, libc::F_SETFD, 0) == -1 {
-                    return Err(std::io::Error::last_os_error());
-                }
-            } else if libc::dup2(channel, target) == -1 {
-                return Err(std::io::Error::last_os_error());
-            }
-            Ok(())
-        });
-    }
-}
-
 /// Why a worker could not be started.
 #[derive(Debug, thiserror::Error)]
 pub(crate) enum SpawnError {
@@ -328,27 +306,30 @@ const PIPE_BYTES: i32 = 1024 * 1024;
 const STDERR_TAIL_BYTES: usize = 4096;
 
 impl WorkerProcess {
-    /// Starts a worker with an empty environment in its own process group, and waits for
-    /// `ready` until `startup`.
+    /// Starts a worker with an empty environment in its own process group, tied to this
+    /// process ([`crate::child`]), and waits for `ready` until `startup`.
     pub(crate) fn spawn(
         command: &WorkerCommand,
         cwd: &Path,
         startup: Duration,
     ) -> Result<WorkerProcess, SpawnError> {
         let (descriptors, worker_end) = UnixStream::pair().map_err(SpawnError::Thread)?;
-        let mut cmd = Command::new(&command.program);
-        cmd.args(&command.args)
+        let mut spawn = Command::new(&command.program);
+        spawn
+            .args(&command.args)
             .env_clear()
             .current_dir(cwd)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .process_group(0);
-        give_descriptor_channel(&mut cmd, worker_end.as_raw_fd());
-        let mut child = cmd.spawn().map_err(|source| SpawnError::Start {
-            program: command.program.clone(),
-            source,
-        })?;
+        let mut child =
+            crate::child::spawn_with_channel(spawn, worker_end.as_raw_fd()).map_err(|source| {
+                SpawnError::Start {
+                    program: command.program.clone(),
+                    source,
+                }
+            })?;
         // The worker holds its own end now.
         drop(worker_end);
         let pid = child.id();

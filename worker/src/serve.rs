@@ -123,6 +123,7 @@ pub fn worker_main_with(engine: &str) -> i32 {
     match engine_by_name(engine).and_then(|mut engine| {
         sandbox(engine.memory_cap())?;
         crate::fatal::answer_on_stdout();
+        watch_host();
         let descriptors = crate::descriptor::inherited();
         serve_with(
             engine.as_mut(),
@@ -137,6 +138,46 @@ pub fn worker_main_with(engine: &str) -> i32 {
             2
         }
     }
+}
+
+/// Ends the worker at once when the host goes away. The request loop only notices a closed
+/// stdin between calls; a call may run for its whole wall (up to 30 s) first. A thread waits
+/// instead for the pipe to the host to break: the write end of a pipe reports an error
+/// (`POLLERR`) as soon as no reader is left, which happens the moment the host exits or dies.
+fn watch_host() {
+    let spawned = std::thread::Builder::new()
+        .name("runx-host-watch".to_string())
+        .spawn(|| {
+            use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
+            use std::os::fd::AsFd;
+            let stdout = io::stdout();
+            loop {
+                let mut fds = [PollFd::new(stdout.as_fd(), PollFlags::empty())];
+                let gone = match poll(&mut fds, PollTimeout::NONE) {
+                    Ok(_) => fds[0].revents().is_some_and(|r| {
+                        r.intersects(PollFlags::POLLERR | PollFlags::POLLHUP | PollFlags::POLLNVAL)
+                    }),
+                    Err(nix::errno::Errno::EINTR) => false,
+                    Err(_) => return,
+                };
+                if gone {
+                    exit_now();
+                }
+                // Not a pipe (a terminal, a file): nothing to watch, and no busy loop.
+                std::thread::sleep(std::time::Duration::from_millis(100));
+            }
+        });
+    if let Err(e) = spawned {
+        eprintln!("runx worker: cannot watch the host pipe: {e}");
+    }
+}
+
+/// Ends the process without unwinding or flushing anything: the host that would read it is gone.
+#[allow(unsafe_code)]
+fn exit_now() -> ! {
+    // SAFETY: `_exit` ends the process at once; it touches no memory of this program and runs
+    // no handler, so it is safe to call while the main thread is inside the engine.
+    unsafe { nix::libc::_exit(3) }
 }
 
 /// Refuses a non-empty environment, pins the time zone and applies rlimits; `memory` is the

@@ -42,6 +42,29 @@ fn json_output_has_exactly_the_documented_keys() {
 }
 
 #[test]
+fn json_output_carries_the_console_lines() {
+    let ws = tempfile::tempdir().unwrap();
+    let pkg = ws.path().join("pkg");
+    std::fs::create_dir(&pkg).unwrap();
+    std::fs::write(
+        pkg.join("X.yaml"),
+        "skill: talk\nrun: { type: javascript, module: m.mjs }\n",
+    )
+    .unwrap();
+    std::fs::write(
+        pkg.join("m.mjs"),
+        "export default () => { console.log('one', 2); console.error('three'); return {}; };",
+    )
+    .unwrap();
+    let (v, code) = json_in(ws.path(), &["skill", "pkg"], &[]);
+    assert_eq!(code, 0, "{v}");
+    assert_eq!(
+        v["console"]["lines"],
+        json!([{"level": "log", "message": "one 2"}, {"level": "error", "message": "three"}])
+    );
+}
+
+#[test]
 fn relative_imports_across_three_modules() {
     let (v, code) = json_in(
         &fixtures(),

@@ -4,11 +4,15 @@
 mod bench;
 mod cli_tool;
 mod compat;
+mod containment;
 mod docs;
 mod harness;
 mod javascript;
 mod pages;
+mod receipt_writes;
 mod receipts;
+mod serve;
+mod supervision;
 
 use serde_json::Value;
 use std::path::{Path, PathBuf};

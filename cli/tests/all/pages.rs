@@ -151,7 +151,7 @@ fn admission_refuses_escapes_directories_and_huge_files() {
     let huge = std::fs::File::create(ws.path().join("huge.js")).unwrap();
     huge.set_len(512 * 1024 * 1024 + 1).unwrap();
     for (path, code) in [
-        ("../x.js", "artifact_path"),
+        ("../x.js", "artifact_scope"),
         ("link.js", "artifact_scope"),
         ("dir.js", "artifact_type"),
         ("huge.js", "artifact_bytes"),

@@ -581,10 +581,10 @@ fn build_file(values: &[Json], prefix: &str, bom: bool, seed: u64) -> (Vec<u8>, 
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(512))]
+    #![proptest_config(crate::proptest_config(512))]
 
     #[test]
-    fn pages_tile_and_preserve_records(
+    fn proptest_pages_tile_and_preserve_records(
         values in prop::collection::vec(json_strategy(), 0..24),
         prefix in prop_oneof![
             Just(""),
@@ -683,7 +683,7 @@ proptest! {
 
     /// Arbitrary bytes never panic and errors point inside the input.
     #[test]
-    fn arbitrary_input_never_panics(
+    fn proptest_arbitrary_input_never_panics(
         body in prop::collection::vec(
             prop_oneof![
                 Just(b'['), Just(b']'), Just(b'{'), Just(b'}'), Just(b'"'),

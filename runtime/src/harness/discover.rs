@@ -6,8 +6,9 @@
 
 use super::fixture::{Case, CasesFile, ProfileHarness, RelPath};
 use super::{FIXTURES_DIR, HarnessError};
-use crate::limits::{HARNESS_SEARCH_DEPTH, HARNESS_SEARCH_DIRS};
+use crate::limits::{FIXTURE_BYTES, HARNESS_SEARCH_DEPTH, HARNESS_SEARCH_DIRS};
 use crate::profile::{self, Diagnostic, PROFILE_FILE, ProfileError};
+use runx_worker::scope::{EntryKind, Scope, ScopeError};
 use serde::Serialize;
 use std::path::{Path, PathBuf};
 
@@ -210,8 +211,33 @@ fn package_name(dir: &Path) -> String {
         .unwrap_or_else(|| dir.display().to_string())
 }
 
-fn read_text(file: &Path) -> Result<String, HarnessError> {
-    std::fs::read_to_string(file).map_err(|e| HarnessError::path(file, format!("cannot read: {e}")))
+/// Reads a YAML file through `scope` (no symlink, a regular file, at most `cap` bytes) and
+/// checks its nesting depth before any parser sees it.
+fn read_yaml(scope: &Scope, rel: &Path, cap: u64) -> Result<String, HarnessError> {
+    let file = scope.path().join(rel);
+    let bytes = scope
+        .read(rel, cap)
+        .map_err(|e| HarnessError::path(&file, format!("cannot read: {e}")))?;
+    let text = String::from_utf8(bytes)
+        .map_err(|_| HarnessError::path(&file, "cannot read: not UTF-8"))?;
+    checked_depth(&file, text)
+}
+
+/// `text` when it nests no deeper than the YAML depth limit, else a malformed-fixture error.
+fn checked_depth(file: &Path, text: String) -> Result<String, HarnessError> {
+    match crate::yaml::check_depth(&text) {
+        Ok(()) => Ok(text),
+        Err(deep) => Err(HarnessError::Malformed {
+            file: file.to_path_buf(),
+            line: Some(deep.line),
+            column: Some(deep.column),
+            message: deep.to_string(),
+        }),
+    }
+}
+
+fn open_scope(dir: &Path) -> Result<Scope, HarnessError> {
+    Scope::open(dir).map_err(|e| HarnessError::path(dir, format!("cannot open: {e}")))
 }
 
 /// The suite of one package directory, without cases yet: broken when its profile does not
@@ -247,7 +273,10 @@ fn package_suite(dir: &Path, package: String) -> Suite {
 /// The inline cases of `dir/X.yaml`, then the cases of every `fixtures/*.yaml`.
 fn package_cases(dir: &Path) -> Result<Vec<SuiteCase>, HarnessError> {
     let profile = dir.join(PROFILE_FILE);
-    let text = read_text(&profile)?;
+    // The same capped, contained, depth-checked read as `runx skill`.
+    let (_, text) = crate::profile::parse::read(dir)
+        .map_err(|e| HarnessError::path(&profile, e.to_string()))?;
+    let text = checked_depth(&profile, text)?;
     let doc: ProfileHarness =
         serde_yaml_ng::from_str(&text).map_err(|e| HarnessError::yaml(&profile, &e))?;
     let mut cases = Vec::new();
@@ -261,22 +290,26 @@ fn package_cases(dir: &Path) -> Result<Vec<SuiteCase>, HarnessError> {
             copies: h.files.clone(),
         }));
     }
-    let fixtures = dir.join(FIXTURES_DIR);
-    if fixtures.is_dir() {
-        let mut files = Vec::new();
-        let entries = std::fs::read_dir(&fixtures)
-            .map_err(|e| HarnessError::path(&fixtures, format!("cannot list: {e}")))?;
-        for entry in entries {
-            let entry =
-                entry.map_err(|e| HarnessError::path(&fixtures, format!("cannot list: {e}")))?;
-            let p = entry.path();
-            if p.is_file() && is_yaml(&p) {
-                files.push(p);
-            }
-        }
-        files.sort();
-        for f in files {
-            cases.extend(read_fixture_file(&f)?);
+    let scope = open_scope(dir)?;
+    let fixtures = match scope.open_dir(FIXTURES_DIR) {
+        Ok(f) => Some(f),
+        Err(ScopeError::NotFound { .. }) => None,
+        Err(e) => return Err(HarnessError::path(&dir.join(FIXTURES_DIR), e.to_string())),
+    };
+    if let Some(fixtures) = fixtures {
+        let entries = fixtures
+            .entries()
+            .map_err(|e| HarnessError::path(fixtures.path(), format!("cannot list: {e}")))?;
+        // Symlinks are listed too, so that reading them fails loudly instead of being skipped.
+        let mut names: Vec<std::ffi::OsString> = entries
+            .into_iter()
+            .filter(|(name, kind)| *kind != EntryKind::Dir && is_yaml(Path::new(name)))
+            .map(|(name, _)| name)
+            .collect();
+        names.sort();
+        for name in names {
+            let rel = Path::new(FIXTURES_DIR).join(name);
+            cases.extend(read_fixture_file(&scope, &rel)?);
         }
     }
     Ok(cases)
@@ -341,7 +374,14 @@ fn fixture_file_suite(file: &Path) -> Result<Suite, HarnessError> {
     if suite.broken.is_some() {
         return Ok(suite);
     }
-    match read_fixture_file(file) {
+    // Read inside the directory that holds the file, without following a symlink to it.
+    let read = match (canonical.parent(), canonical.file_name()) {
+        (Some(parent), Some(name)) => {
+            open_scope(parent).and_then(|scope| read_fixture_file(&scope, Path::new(name)))
+        }
+        _ => Err(HarnessError::path(file, "is not a fixture file")),
+    };
+    match read {
         Ok(cases) => {
             let untargeted = cases.iter().find(|c| c.case.target.is_none());
             match (package, untargeted) {
@@ -365,11 +405,12 @@ fn fixture_file_suite(file: &Path) -> Result<Suite, HarnessError> {
     Ok(suite)
 }
 
-/// Reads a fixture file: a mapping with `cases:`, or a single case.
-fn read_fixture_file(file: &Path) -> Result<Vec<SuiteCase>, HarnessError> {
-    let text = read_text(file)?;
+/// Reads a fixture file `rel` of `scope`: a mapping with `cases:`, or a single case.
+fn read_fixture_file(scope: &Scope, rel: &Path) -> Result<Vec<SuiteCase>, HarnessError> {
+    let file = scope.path().join(rel);
+    let text = read_yaml(scope, rel, FIXTURE_BYTES.max)?;
     let doc: serde_yaml_ng::Value =
-        serde_yaml_ng::from_str(&text).map_err(|e| HarnessError::yaml(file, &e))?;
+        serde_yaml_ng::from_str(&text).map_err(|e| HarnessError::yaml(&file, &e))?;
     let many = doc
         .as_mapping()
         .is_some_and(|m| m.contains_key(serde_yaml_ng::Value::from("cases")));
@@ -377,16 +418,16 @@ fn read_fixture_file(file: &Path) -> Result<Vec<SuiteCase>, HarnessError> {
         Vec::new()
     } else if many {
         serde_yaml_ng::from_str::<CasesFile>(&text)
-            .map_err(|e| HarnessError::yaml(file, &e))?
+            .map_err(|e| HarnessError::yaml(&file, &e))?
             .cases
     } else {
-        vec![serde_yaml_ng::from_str::<Case>(&text).map_err(|e| HarnessError::yaml(file, &e))?]
+        vec![serde_yaml_ng::from_str::<Case>(&text).map_err(|e| HarnessError::yaml(&file, &e))?]
     };
     Ok(cases
         .into_iter()
         .map(|case| SuiteCase {
             case,
-            source: file.to_path_buf(),
+            source: file.clone(),
             copies: Vec::new(),
         })
         .collect())

@@ -38,9 +38,15 @@
 //! # Isolation
 //!
 //! Each case runs in its own scratch workspace: a fresh temporary directory holding a copy of the
-//! package's `fixtures/data/` directory (as `data/`) and the case's `files`. The run's
-//! workspace and receipt directory (`.runx/receipts`) are inside it, and the run's environment is
-//! exactly the case's `env` ([`EnvSource::Map`](crate::EnvSource::Map)): nothing of the harness's own environment leaks.
+//! regular files and directories of the package's `fixtures/data/` directory (as `data/`; read
+//! through [`runx_worker::scope`], so no symlink is followed and a symlinked `fixtures/data`
+//! fails the case) and the case's `files`. The run's workspace and receipt directory
+//! (`.runx/receipts`) are inside it, and the run's environment is exactly the case's `env`
+//! ([`EnvSource::Map`](crate::EnvSource::Map)): nothing of the harness's own environment leaks. A
+//! cli-tool case's process starts from the fixed baseline
+//! [`FIXED_BASELINE`](crate::environment::FIXED_BASELINE) (`HOME` = the workspace) instead of
+//! the harness's `PATH`, `HOME`, locale and time zone. `X.yaml` and fixture files are read like
+//! profiles: contained, capped and checked for nesting before they are parsed.
 //!
 //! # Use
 //!

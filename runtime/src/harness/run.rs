@@ -9,6 +9,7 @@ use crate::environment::EnvSource;
 use crate::profile::{self, Diagnostic, PROFILE_FILE, ProfileError};
 use crate::receipt::Receipt;
 use crate::runtime::{RunOutcome, RunRequest, Runtime};
+use runx_worker::scope::{EntryKind, Scope, ScopeError};
 use serde::Serialize;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
@@ -193,7 +194,8 @@ impl Report {
     }
 }
 
-/// Runs every case of `suites` on `rt` (one pool for all of them), in order.
+/// Runs every case of `suites` on `rt` (one pool for all of them), in order, until the
+/// runtime is interrupted.
 pub fn run_suites(rt: &Runtime, suites: &[Suite]) -> Report {
     run_suites_with(rt, suites, |_| {})
 }
@@ -228,6 +230,9 @@ pub fn run_suites_with(
             continue;
         }
         for sc in &suite.cases {
+            if rt.is_interrupted() {
+                break;
+            }
             let result = run_case(rt, suite, sc);
             on_case(&result);
             match result.outcome {
@@ -432,8 +437,7 @@ fn prepare_and_run(
         .tempdir()
         .map_err(io("cannot create a temporary directory".to_string()))?;
     let workspace = scratch.path().to_path_buf();
-    let data = suite.dir.join(FIXTURES_DIR).join(DATA_DIR);
-    if data.is_dir() {
+    if let Some(data) = data_dir(&suite.dir)? {
         copy_dir(&data, &workspace.join(DATA_DIR))?;
     }
     for rel in &sc.copies {
@@ -486,22 +490,50 @@ fn copy_package_file(package: &Path, rel: &RelPath, workspace: &Path) -> Result<
     Ok(())
 }
 
-/// Copies regular files and directories (symbolic links are neither followed nor copied).
-fn copy_dir(from: &Path, to: &Path) -> Result<(), HarnessError> {
+/// The package's `fixtures/data` directory, opened inside the package without following any
+/// symbolic link; `None` when there is none.
+fn data_dir(package: &Path) -> Result<Option<Scope>, HarnessError> {
+    let rel = Path::new(FIXTURES_DIR).join(DATA_DIR);
+    let refused = |e: ScopeError| HarnessError::Workspace {
+        context: format!("cannot copy {}", package.join(&rel).display()),
+        source: std::io::Error::other(e.to_string()),
+    };
+    let scope = Scope::open(package).map_err(|source| HarnessError::Workspace {
+        context: format!("cannot open {}", package.display()),
+        source,
+    })?;
+    match scope.open_dir(&rel) {
+        Ok(data) => Ok(Some(data)),
+        Err(ScopeError::NotFound { .. }) => Ok(None),
+        Err(e) => Err(refused(e)),
+    }
+}
+
+/// Copies the regular files and directories of `from` into `to`. Nothing is followed: symbolic
+/// links, FIFOs, sockets and devices are left out (with a warning), and every file is opened
+/// through the scope, so one swapped for a link while the copy runs is refused, not followed.
+fn copy_dir(from: &Scope, to: &Path) -> Result<(), HarnessError> {
     let io = |context: String| move |source| HarnessError::Workspace { context, source };
+    let refused = |e: ScopeError| HarnessError::Workspace {
+        context: format!("cannot copy from {}", from.path().display()),
+        source: std::io::Error::other(e.to_string()),
+    };
     std::fs::create_dir_all(to).map_err(io(format!("cannot create {}", to.display())))?;
-    let entries = std::fs::read_dir(from).map_err(io(format!("cannot list {}", from.display())))?;
-    for entry in entries {
-        let entry = entry.map_err(io(format!("cannot list {}", from.display())))?;
-        let ty = entry
-            .file_type()
-            .map_err(io(format!("cannot stat {}", entry.path().display())))?;
-        let dest = to.join(entry.file_name());
-        if ty.is_dir() {
-            copy_dir(&entry.path(), &dest)?;
-        } else if ty.is_file() {
-            std::fs::copy(entry.path(), &dest)
-                .map_err(io(format!("cannot copy {}", entry.path().display())))?;
+    for (name, kind) in from.entries().map_err(refused)? {
+        let dest = to.join(&name);
+        match kind {
+            EntryKind::File => {
+                let mut source = from.open_file(&name).map_err(refused)?;
+                let mut copy = std::fs::File::create_new(&dest)
+                    .map_err(io(format!("cannot create {}", dest.display())))?;
+                std::io::copy(&mut source, &mut copy)
+                    .map_err(io(format!("cannot copy into {}", dest.display())))?;
+            }
+            EntryKind::Dir => copy_dir(&from.open_dir(&name).map_err(refused)?, &dest)?,
+            EntryKind::Symlink | EntryKind::Other => tracing::warn!(
+                "{} is not a regular file or directory; it is not copied into the case workspace",
+                from.path().join(&name).display()
+            ),
         }
     }
     Ok(())

@@ -105,6 +105,7 @@ fn outcome(output: Option<Value>, error: Option<crate::RunError>) -> RunOutcome 
         receipt: crate::receipt::Receipt::default(),
         stderr: None,
         receipt_path: None,
+        unsealed_output: None,
         log: Default::default(),
     }
 }

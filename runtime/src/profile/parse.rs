@@ -13,7 +13,9 @@
 
 use std::collections::BTreeMap;
 use std::fmt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
+
+use runx_worker::scope::{Scope, ScopeError};
 
 use std::collections::BTreeSet;
 
@@ -43,8 +45,18 @@ const TOP_RUN_KEYS: &[&str] = &[
 /// Top-level keys of runx packages this runtime reads and shows but does not act on.
 const TOP_DECLARED_ONLY_KEYS: &[&str] = &["runx", "policy", "emits", "catalog", "credentials"];
 
-/// Reads and parses `dir/X.yaml`.
+/// Reads and parses `dir/X.yaml`: opened inside `dir` through [`Scope`] (no symlink, a regular
+/// file, opened without blocking), read up to [`PROFILE_BYTES`], checked for nesting depth
+/// ([`crate::yaml`]) and parsed. `runx skill`, `runx skill inspect` and `runx harness` all read
+/// profiles here.
 pub fn load(dir: &Path) -> Result<Profile, ProfileError> {
+    let (dir, text) = read(dir)?;
+    let file = dir.join(PROFILE_FILE);
+    parse(&text, &dir, &file)
+}
+
+/// The canonical package directory and the text of its `X.yaml`, read as [`load`] reads it.
+pub fn read(dir: &Path) -> Result<(PathBuf, String), ProfileError> {
     let dir = dir.canonicalize().map_err(|source| ProfileError::Read {
         path: dir.to_path_buf(),
         source,
@@ -54,21 +66,25 @@ pub fn load(dir: &Path) -> Result<Profile, ProfileError> {
         path: file.clone(),
         source,
     };
-    let meta = match std::fs::metadata(&file) {
-        Ok(meta) => meta,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            return Err(ProfileError::NotAPackage { dir });
+    let scope = Scope::open(&dir).map_err(read_err)?;
+    let bytes = match scope.read(PROFILE_FILE, PROFILE_BYTES.max) {
+        Ok(bytes) => bytes,
+        Err(ScopeError::NotFound { .. }) => return Err(ProfileError::NotAPackage { dir }),
+        Err(ScopeError::TooLarge { bytes, .. }) => {
+            return Err(ProfileError::TooLarge { path: file, bytes });
         }
-        Err(e) => return Err(read_err(e)),
+        Err(e) => return Err(read_err(std::io::Error::other(e.to_string()))),
     };
-    if meta.len() > PROFILE_BYTES.max {
-        return Err(ProfileError::TooLarge {
-            path: file,
-            bytes: meta.len(),
-        });
-    }
-    let text = std::fs::read_to_string(&file).map_err(read_err)?;
-    parse(&text, &dir, &file)
+    let text = String::from_utf8(bytes).map_err(|e| {
+        read_err(std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            format!(
+                "not UTF-8 (first invalid byte at offset {})",
+                e.utf8_error().valid_up_to()
+            ),
+        ))
+    })?;
+    Ok((dir, text))
 }
 
 /// Parses profile text. `dir` is recorded as the package directory; `file` is used in messages.
@@ -81,6 +97,19 @@ pub fn parse(text: &str, dir: &Path, file: &Path) -> Result<Profile, ProfileErro
             column: None,
             message: "the profile is empty; it needs at least `skill:` and `runners:` (or `run:`)"
                 .to_string(),
+        });
+    }
+    // The parser slows with the square of the nesting; refuse deep text before it sees it.
+    if let Err(deep) = crate::yaml::check_depth(text) {
+        return Err(ProfileError::Invalid {
+            file: file.to_path_buf(),
+            line: Some(deep.line),
+            column: Some(deep.column),
+            message: format!(
+                "nesting deeper than {} levels (`{}`); a profile needs only a few",
+                crate::limits::YAML_DEPTH.max,
+                crate::limits::YAML_DEPTH.name
+            ),
         });
     }
     // Pass 1: learn runner types, so other runner types are read without being interpreted.

@@ -386,6 +386,13 @@ fn is_env_name(name: &str) -> bool {
         && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
 }
 
+/// Names the runtime sets in a cli-tool's environment: declaring one would let the caller's
+/// environment stand in for the runtime's value when the runtime sets none.
+fn is_runtime_owned(name: &str) -> bool {
+    matches!(name, "RUNX_CWD" | "RUNX_INPUTS_PATH" | "RUNX_INPUTS_JSON")
+        || name.starts_with("RUNX_INPUT_")
+}
+
 fn build_env(raw: Option<RawEnv>) -> Result<EnvDecl, String> {
     let Some(raw) = raw else {
         return Ok(EnvDecl::default());
@@ -407,6 +414,11 @@ fn build_env(raw: Option<RawEnv>) -> Result<EnvDecl, String> {
             if !seen.insert(name.as_str()) {
                 return Err(format!(
                     "`environment` lists `{name}` more than once; name each variable once, as required or optional"
+                ));
+            }
+            if is_runtime_owned(name) {
+                return Err(format!(
+                    "`environment.{list}` entry `{name}` is a name the runtime sets itself (RUNX_CWD, RUNX_INPUTS_PATH, RUNX_INPUTS_JSON, RUNX_INPUT_*); it cannot be declared"
                 ));
             }
         }

@@ -6,7 +6,6 @@
 
 use super::{Produced, Provenance, Ran, RunContext, Step};
 use crate::digest::digest;
-use crate::environment::host_value;
 use crate::failure::{FailureKind, RunError};
 use crate::limits::{self, CAPTURE_BYTES, CLI_WALL, KILL_GRACE};
 use crate::profile::template::{self, Piece};
@@ -52,8 +51,9 @@ fn prepare_and_run(
     // Dropping `files` removes the staged inputs, whatever happens next.
     let (files, mut staged) = subprocess::stage_inputs(&step.inputs)?;
     staged.extend(step.transport.iter().cloned());
+    let baseline = |name: &str| step.env.baseline(name, step.workspace);
     let env = subprocess::build_env(
-        &host_value,
+        &baseline,
         &runner.environment,
         &step.environment,
         step.workspace,
@@ -65,6 +65,7 @@ fn prepare_and_run(
         .map(|(_, v)| v.clone());
     let program =
         subprocess::resolve_command(&tool.command, path_var.as_deref(), &step.profile.dir)?;
+    subprocess::check_exec(&program, &args, &tool.args, &env)?;
     let stdin = match tool.input_mode {
         InputMode::Stdin => Some(
             serde_json::to_vec(&Value::Object(step.inputs.clone()))
@@ -100,7 +101,7 @@ fn working_directory(
 ) -> Result<PathBuf, RunError> {
     match tool.cwd.as_deref() {
         None => Ok(package.to_path_buf()),
-        Some(WORKSPACE_CWD_TOKEN) => Ok(workspace.to_path_buf()),
+        Some(WORKSPACE_CWD_TOKEN) => Ok(normalized(workspace)),
         Some(c) if c.contains("{{") => Err(RunError::new(
             FailureKind::Profile,
             "cwd_template",
@@ -109,8 +110,27 @@ fn working_directory(
                 runner.name
             ),
         )),
-        Some(c) => Ok(package.join(c)),
+        Some(c) => Ok(normalized(&package.join(c))),
     }
+}
+
+/// `path` as the process will see it: symlinks and `..` resolved when it exists, `.` and `..`
+/// applied to the text otherwise (the receipt records this, not `skill/../x`).
+fn normalized(path: &Path) -> PathBuf {
+    if let Ok(real) = path.canonicalize() {
+        return real;
+    }
+    let mut out = PathBuf::new();
+    for c in path.components() {
+        match c {
+            std::path::Component::CurDir => {}
+            std::path::Component::ParentDir => {
+                out.pop();
+            }
+            other => out.push(other),
+        }
+    }
+    out
 }
 
 /// Runs the process, and again after a crash when the runner is idempotent, declares a retry

@@ -85,7 +85,7 @@ fn call(
         // A deterministic call may run again on another worker if its worker dies mid-call.
         idempotent: true,
     };
-    let reply = match pool.call(&call) {
+    let reply = match pool.call_cancellable(&call, ctx.cancel) {
         Ok(reply) => reply,
         Err(e) => {
             provenance.log = e.log;

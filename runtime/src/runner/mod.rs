@@ -14,6 +14,7 @@ pub(crate) mod javascript;
 pub(crate) mod paged;
 
 use crate::cancel::CancelToken;
+use crate::environment::EnvSource;
 use crate::failure::RunError;
 use crate::inputs::PageSource;
 use crate::limits::AppliedLimits;
@@ -34,6 +35,8 @@ pub(crate) struct Step<'a> {
     pub runner: &'a Runner,
     pub inputs: Map<String, Value>,
     pub environment: BTreeMap<String, String>,
+    /// Where the values came from; a cli-tool's baseline names are read from it too.
+    pub env: &'a EnvSource,
     /// The workspace root (`RUNX_CWD`).
     pub workspace: &'a Path,
     /// Called after each page of a paged run.
@@ -45,9 +48,10 @@ pub(crate) struct Step<'a> {
     pub transport: Vec<(String, String)>,
 }
 
-/// What the runtime lends a runner: its workers, its cancellation and its identity.
+/// What the runtime lends a runner: its workers, the run's cancellation and its identity.
 pub(crate) struct RunContext<'a> {
     pub workers: &'a Workers,
+    /// This run's token (linked under the runtime's).
     pub cancel: &'a CancelToken,
     /// The runtime instance id (part of every `artifact_ref`).
     pub instance: &'a str,

@@ -9,6 +9,7 @@
 use super::javascript::Module;
 use super::{Produced, Provenance, Ran, RunContext, Step};
 use crate::artifact::{self, Artifact};
+use crate::cancel::CancelToken;
 use crate::digest::{digest, sha256_hex};
 use crate::failure::{FailureKind, RunError};
 use crate::framing::{Framer, FramingError, Page, PageBudget};
@@ -95,6 +96,7 @@ fn admit_and_loop(
     record.timings.admission_ms = ms(started.elapsed());
     let page_loop = PageLoop {
         pool: ctx.workers.pool(&module.engine)?,
+        cancel: ctx.cancel,
         artifact: &artifact,
         pages,
         export: js.export.clone(),
@@ -123,6 +125,7 @@ type Framed = (Result<Option<Prepared>, FramingError>, Duration);
 /// Everything the loop needs that does not change from page to page.
 struct PageLoop<'a> {
     pool: &'a Pool,
+    cancel: &'a CancelToken,
     artifact: &'a Artifact,
     pages: &'a PagesDecl,
     export: Option<String>,
@@ -279,7 +282,7 @@ impl PageLoop<'_> {
             idempotent: true,
         };
         let started = Instant::now();
-        let reply = self.pool.call(&call);
+        let reply = self.pool.call_cancellable(&call, self.cancel);
         let took = started.elapsed();
         if let Some(PagePayload {
             records: PageRecords::Inline { blob, .. },

@@ -8,6 +8,8 @@
 //! - [`supervise`]: the process in its own group, stdin fed, the timeout and cancellation
 //!   enforced (SIGTERM to the group, SIGKILL after the grace period), descendants left behind
 //!   killed, the child always reaped ([`run`]);
+//! - `descendants`: every descendant, whatever its session: a cgroup per run, or a child
+//!   subreaper and a sweep where no cgroup can be made;
 //! - [`capture`]: stdout and stderr drained concurrently, a bounded prefix kept on a UTF-8
 //!   boundary, the whole stream counted and hashed.
 
@@ -16,12 +18,14 @@ use std::path::PathBuf;
 
 pub mod capture;
 pub mod command;
+mod descendants;
 pub mod env;
 pub mod stage;
 pub mod supervise;
 
 pub use capture::Capture;
-pub use command::resolve_command;
+pub use command::{check_exec, resolve_command};
+pub use descendants::CGROUP_ENV;
 pub use env::{BASELINE_ENV, build_env};
 pub use stage::{InputFiles, normalize_input_name, stage_inputs};
 pub use supervise::{ProcessOutcome, ProcessSpec, Termination, run};
@@ -64,6 +68,30 @@ pub enum SubprocessError {
     InvalidInputName {
         /// The input key.
         key: String,
+    },
+
+    /// An argument or environment value holds a NUL byte, which no process can be given.
+    #[error("{what} holds a NUL byte (at byte {offset}); a process cannot be given one")]
+    NulByte {
+        /// Which argument or variable.
+        what: String,
+        /// Where the first NUL is.
+        offset: usize,
+    },
+
+    /// An argument, an environment string, or all of them together are too long for the
+    /// kernel (`E2BIG`).
+    #[error(
+        "{what} take{s} {bytes} bytes; the kernel accepts at most {limit} bytes there; pass large values by file (RUNX_INPUT_<NAME>_PATH) instead",
+        s = if what.starts_with("the ") { "" } else { "s" }
+    )]
+    TooLong {
+        /// Which argument or variable, or `the arguments and environment together`.
+        what: String,
+        /// How many bytes it takes.
+        bytes: usize,
+        /// The kernel's limit.
+        limit: usize,
     },
 
     /// The working directory is missing or not a directory.

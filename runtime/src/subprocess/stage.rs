@@ -126,8 +126,11 @@ pub fn stage_inputs(
     Ok((InputFiles { dir }, env))
 }
 
-/// Each input with its normalised name; two keys with the same name, or a key with none, are
-/// refused.
+/// Each input with its normalised name. Refused: a key with no name, and any two keys whose
+/// variables would meet: the same name (`doc`, `Doc`), or one key's inline variable on
+/// another's path variable (`doc_path` sets `RUNX_INPUT_DOC_PATH`, which `doc`'s file path
+/// owns). Either way one value would silently replace the other, letting a caller point the
+/// tool at a file of its choosing.
 fn normalized_names(
     inputs: &serde_json::Map<String, serde_json::Value>,
 ) -> Result<Vec<(String, &serde_json::Value)>, SubprocessError> {
@@ -145,6 +148,16 @@ fn normalized_names(
         }
         by_name.insert(name.clone(), key.as_str());
         entries.push((name, value));
+    }
+    for (name, key) in &by_name {
+        let path_var = format!("{name}_PATH");
+        if let Some(other) = by_name.get(&path_var) {
+            return Err(SubprocessError::InputNameCollision {
+                first: (*key).to_string(),
+                second: (*other).to_string(),
+                name: path_var,
+            });
+        }
     }
     Ok(entries)
 }

@@ -3,6 +3,7 @@
 use std::ffi::OsString;
 use std::fs;
 use std::io::{self, Write};
+use std::os::unix::ffi::OsStrExt;
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::PathBuf;
 use std::process::{Child, ChildStdin, Command, Stdio};
@@ -17,6 +18,7 @@ use nix::unistd::Pid;
 
 use super::SubprocessError;
 use super::capture::{Capture, finish_capture, start_drain};
+use super::descendants::Descendants;
 use crate::cancel::CancelToken;
 
 /// How long the output readers may take to reach end-of-file once the process
@@ -106,6 +108,57 @@ pub fn run(spec: &ProcessSpec, cancel: &CancelToken) -> Result<ProcessOutcome, S
         Ok(_) => {}
     }
 
+    // Only this run's processes carry its staging path: it tells its orphans from others'.
+    let marker = spec
+        .env
+        .iter()
+        .find(|(k, _)| k == "RUNX_INPUTS_PATH")
+        .map(|(k, v)| {
+            let mut m = k.as_bytes().to_vec();
+            m.push(b'=');
+            m.extend_from_slice(v.as_bytes());
+            m
+        });
+    let mut descendants = Descendants::new(marker.clone());
+    let start = Instant::now();
+    let mut child = match start_child(spec, &descendants) {
+        Err(_) if descendants.uses_cgroup() => {
+            // Joining the cgroup failed in the child; run without it.
+            descendants = Descendants::reaper(marker);
+            start_child(spec, &descendants)
+        }
+        other => other,
+    }
+    .map_err(|e| spawn_error(spec, e))?;
+    let pid_u32 = child.id();
+    let Ok(raw_pid) = i32::try_from(pid_u32) else {
+        // Cannot happen on Linux (pid_max <= 2^22); never signal a bogus group.
+        let _ = child.kill();
+        let _ = child.wait();
+        return Err(SubprocessError::io(
+            "child process id out of range",
+            io::Error::from(io::ErrorKind::InvalidData),
+        ));
+    };
+    let pgid = Pid::from_raw(raw_pid);
+    tracing::debug!(pid = pid_u32, program = %spec.program.display(), "subprocess started");
+
+    descendants.started(pgid);
+    match supervise(spec, cancel, &mut child, pgid, start, &mut descendants) {
+        Ok(outcome) => Ok(outcome),
+        Err(err) => {
+            // Never leave the group or a descendant running, or the leader unreaped.
+            signal_group(pgid, Signal::SIGKILL);
+            descendants.kill_all();
+            let _ = child.wait();
+            Err(err)
+        }
+    }
+}
+
+/// Starts the process in its own group, tied to runx ([`runx_worker::child`]: parent-death
+/// signal, no inherited descriptors), inside the run's cgroup when there is one.
+fn start_child(spec: &ProcessSpec, descendants: &Descendants) -> io::Result<Child> {
     let mut command = Command::new(&spec.program);
     command
         .args(&spec.args)
@@ -120,42 +173,34 @@ pub fn run(spec: &ProcessSpec, cancel: &CancelToken) -> Result<ProcessOutcome, S
         })
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
+    descendants.prepare(&mut command);
+    runx_worker::child::spawn(command)
+}
 
-    let start = Instant::now();
-    let mut child = command.spawn().map_err(|e| {
-        if e.kind() == io::ErrorKind::NotFound {
-            SubprocessError::NotFound {
-                command: spec.program.display().to_string(),
-                reason: "the file or its script interpreter does not exist".to_string(),
-            }
-        } else {
-            SubprocessError::Spawn {
-                program: spec.program.clone(),
-                source: e,
-            }
-        }
-    })?;
-    let pid_u32 = child.id();
-    let Ok(raw_pid) = i32::try_from(pid_u32) else {
-        // Cannot happen on Linux (pid_max <= 2^22); never signal a bogus group.
-        let _ = child.kill();
-        let _ = child.wait();
-        return Err(SubprocessError::io(
-            "child process id out of range",
-            io::Error::from(io::ErrorKind::InvalidData),
-        ));
-    };
-    let pgid = Pid::from_raw(raw_pid);
-    tracing::debug!(pid = pid_u32, program = %spec.program.display(), "subprocess started");
-
-    match supervise(spec, cancel, &mut child, pgid, start) {
-        Ok(outcome) => Ok(outcome),
-        Err(err) => {
-            // Never leave the group running or the leader unreaped.
-            signal_group(pgid, Signal::SIGKILL);
-            let _ = child.wait();
-            Err(err)
-        }
+/// What a failed spawn means for the user.
+fn spawn_error(spec: &ProcessSpec, e: io::Error) -> SubprocessError {
+    if e.kind() == io::ErrorKind::NotFound {
+        return SubprocessError::NotFound {
+            command: spec.program.display().to_string(),
+            reason: "the file or its script interpreter does not exist".to_string(),
+        };
+    }
+    if e.raw_os_error() == Some(nix::libc::E2BIG) {
+        let bytes = spec.args.iter().map(|a| a.len() + 1).sum::<usize>()
+            + spec
+                .env
+                .iter()
+                .map(|(k, v)| k.len() + v.len() + 2)
+                .sum::<usize>();
+        return SubprocessError::TooLong {
+            what: "the arguments and environment together".to_string(),
+            bytes,
+            limit: super::command::arg_max(),
+        };
+    }
+    SubprocessError::Spawn {
+        program: spec.program.clone(),
+        source: e,
     }
 }
 
@@ -165,6 +210,7 @@ fn supervise(
     child: &mut Child,
     pgid: Pid,
     start: Instant,
+    descendants: &mut Descendants,
 ) -> Result<ProcessOutcome, SubprocessError> {
     if let (Some(bytes), Some(stdin)) = (spec.stdin.clone(), child.stdin.take()) {
         feed_stdin(stdin, bytes)?;
@@ -174,10 +220,11 @@ fn supervise(
     let stderr = start_drain(child.stderr.take(), spec.capture_limit, "stderr", &done_tx)?;
     drop(done_tx);
 
-    let stop = wait_for_leader(spec, cancel, pgid, start)?;
+    let stop = wait_for_leader(spec, cancel, pgid, start, descendants)?;
     // The leader is a zombie, so its pid (= the group id) cannot be reused yet:
-    // kill whatever is left in the group, then reap.
+    // kill whatever is left in the group and every descendant that left it, then reap.
     signal_group(pgid, Signal::SIGKILL);
+    descendants.kill_all();
     let status = child
         .wait()
         .map_err(|e| SubprocessError::io("cannot reap the subprocess", e))?;
@@ -222,6 +269,7 @@ fn wait_for_leader(
     cancel: &CancelToken,
     pgid: Pid,
     start: Instant,
+    descendants: &mut Descendants,
 ) -> Result<Option<Termination>, SubprocessError> {
     let deadline = start.checked_add(spec.timeout);
     let mut stop: Option<(Termination, Instant)> = None;
@@ -243,18 +291,22 @@ fn wait_for_leader(
                 if let Some(reason) = reason {
                     tracing::debug!(pid = pgid.as_raw(), ?reason, "terminating process group");
                     signal_group(pgid, Signal::SIGTERM);
+                    descendants.signal(Signal::SIGTERM);
                     // Let stopped members act on SIGTERM.
                     signal_group(pgid, Signal::SIGCONT);
+                    descendants.signal(Signal::SIGCONT);
                     stop = Some((reason, now));
                 }
             }
             Some((_, since)) if !sigkill_sent && now.duration_since(since) >= spec.grace => {
                 tracing::debug!(pid = pgid.as_raw(), "grace elapsed; killing process group");
                 signal_group(pgid, Signal::SIGKILL);
+                descendants.kill_all();
                 sigkill_sent = true;
             }
             Some(_) => {}
         }
+        descendants.observe();
         thread::sleep(poll);
         poll = (poll * 2).min(MAX_POLL);
     }

@@ -1,6 +1,7 @@
 //! The pool driving real worker processes (the `runx-worker` binary).
 
 use super::single;
+use runx_worker::cancel::CancelToken;
 use runx_worker::failure::FailureCode;
 use runx_worker::limits::{Limit, Limits};
 use runx_worker::pool::{Pool, PoolConfig};
@@ -248,4 +249,92 @@ fn bundles_evicted_from_a_worker_are_sent_again() {
             assert_eq!(out(&r), json!({"n": n}));
         }
     }
+}
+
+fn spin(wall: Duration) -> Call {
+    let mut c = call("export default () => { while (true) {} };", json!({}));
+    c.limits = Limits::default().with_wall(wall);
+    c.idempotent = true;
+    c
+}
+
+#[test]
+fn cancelling_a_call_kills_its_worker_only() {
+    let p = pool(2);
+    let cancel = CancelToken::new();
+    let spinning = {
+        let (p, cancel) = (p.clone(), cancel.clone());
+        std::thread::spawn(move || p.call_cancellable(&spin(Duration::from_secs(20)), &cancel))
+    };
+    std::thread::sleep(Duration::from_millis(300));
+    // The other worker keeps serving while one spins.
+    let other = p
+        .call(&call("export default () => ({ ok: 1 });", json!({})))
+        .unwrap();
+    let spinner: Vec<u32> = p
+        .worker_pids()
+        .into_iter()
+        .filter(|pid| *pid != other.worker_pid)
+        .collect();
+    assert_eq!(spinner.len(), 1, "{:?}", p.worker_pids());
+    let started = Instant::now();
+    cancel.cancel();
+    let e = spinning.join().unwrap().unwrap_err();
+    assert_eq!(e.failure.code, FailureCode::Interrupted, "{}", e.failure);
+    assert!(
+        started.elapsed() < Duration::from_secs(2),
+        "{:?}",
+        started.elapsed()
+    );
+    std::thread::sleep(Duration::from_millis(50));
+    assert!(
+        !pid_alive(spinner[0]),
+        "the cancelled call's worker survived"
+    );
+    assert!(
+        pid_alive(other.worker_pid),
+        "the other worker was killed too"
+    );
+    let again = p
+        .call(&call("export default () => ({ ok: 2 });", json!({})))
+        .unwrap();
+    assert_eq!(out(&again), json!({"ok": 2}));
+}
+
+#[test]
+fn cancellations_spend_no_restart_budget() {
+    let mut cfg = PoolConfig::new(worker_command()).size(1);
+    cfg.restart_budget = 0;
+    let p = Pool::new(cfg).unwrap();
+    for _ in 0..4 {
+        let cancel = CancelToken::new();
+        let canceller = {
+            let cancel = cancel.clone();
+            std::thread::spawn(move || {
+                std::thread::sleep(Duration::from_millis(150));
+                cancel.cancel();
+            })
+        };
+        let e = p
+            .call_cancellable(&spin(Duration::from_secs(20)), &cancel)
+            .unwrap_err();
+        canceller.join().unwrap();
+        assert_eq!(e.failure.code, FailureCode::Interrupted);
+    }
+    let ok = p
+        .call(&call("export default () => ({ ok: 3 });", json!({})))
+        .unwrap();
+    assert_eq!(out(&ok), json!({"ok": 3}));
+}
+
+#[test]
+fn a_call_cancelled_before_it_starts_never_reaches_a_worker() {
+    let p = pool(1);
+    let cancel = CancelToken::new();
+    cancel.cancel();
+    let e = p
+        .call_cancellable(&call("export default () => ({});", json!({})), &cancel)
+        .unwrap_err();
+    assert_eq!(e.failure.code, FailureCode::Interrupted);
+    assert!(p.worker_pids().is_empty(), "a worker was started for it");
 }

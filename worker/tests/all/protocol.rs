@@ -177,3 +177,58 @@ fn engine_versions_are_reported_for_built_engines_only() {
         cfg!(feature = "v8")
     );
 }
+
+/// Issue 13, item 4: a worker busy in a call notices at once that its host is gone (the pipe
+/// it answers on has no reader left) and exits, instead of running out the call's wall.
+#[test]
+fn a_worker_whose_host_pipe_closes_exits_at_once() {
+    use runx_worker::bundle::ModuleBundle;
+    use runx_worker::limits::Limits;
+    use std::time::{Duration, Instant};
+    let mut child = Command::new(env!("CARGO_BIN_EXE_runx-worker"))
+        .env_clear()
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut stdout = child.stdout.take().unwrap();
+    stdin
+        .write_all(&frame(&Header::new(0, Message::Hello).to_bytes()))
+        .unwrap();
+    assert!(read_frame(&mut stdout).unwrap().is_some(), "ready");
+    let bundle = ModuleBundle::from_sources(
+        "main.mjs",
+        [("main.mjs", "export default () => { for (;;) {} };")],
+    );
+    let input = b"{}";
+    let header = Header::new(
+        1,
+        Message::Invoke {
+            bundle_digest: bundle.digest(),
+            bundle: Some(bundle),
+            export: None,
+            environment: Default::default(),
+            limits: Limits::default().with_wall(Duration::from_secs(30)),
+            input_len: input.len() as u32,
+            page: None,
+        },
+    )
+    .to_bytes();
+    write_frame(&mut stdin, &header, &[input]).unwrap();
+    std::thread::sleep(Duration::from_millis(200));
+    assert!(child.try_wait().unwrap().is_none(), "the call is running");
+    // The host goes away: its read end closes (stdin stays open, as after a SIGKILL of a host
+    // whose descriptor was inherited elsewhere).
+    drop(stdout);
+    let closed = Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        assert!(
+            closed.elapsed() < Duration::from_secs(5),
+            "the worker kept running its 30 s call after its host left"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    drop(stdin);
+}

@@ -1,0 +1,102 @@
+//! `runx serve`: the step server of `runx-serve` on stdin and stdout.
+
+use runx_runtime::Runtime;
+use runx_runtime::workers;
+use runx_serve::{DEFAULT_MAX_REQUEST_BYTES, DEFAULT_QUEUE, ServeConfig, Server};
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// How long Ctrl-C waits for the interrupted steps to answer before the server exits.
+const INTERRUPT_WAIT: Duration = Duration::from_secs(5);
+
+#[derive(clap::Args)]
+#[command(
+    about = "Serve steps to a graph runner: JSON-RPC 2.0 over stdin/stdout, one object per line",
+    long_about = "Serve steps to a graph runner: JSON-RPC 2.0 over stdin/stdout, one JSON object per line.
+
+Methods: run {skill, runner?, inputs?, env?, cwd?, receipt_dir?, progress?} -> the object \
+`runx skill --json` prints; inspect {skill} -> the object `runx skill inspect --json` prints; \
+cancel {id} -> {cancelled}; shutdown {cancel?} -> null. Paged runs that ask for it send \
+`progress` notifications {id, page_index, bytes, total_bytes}.
+
+`env` is the only environment a step sees; the server's own is never passed. Relative paths \
+are relative to the server's working directory. Up to --pool-size steps run at once and \
+--queue more wait; past that a request gets the error -32001 (busy). Answers come as steps \
+end, out of order, each with its request's id. A step that ran and failed is a result with \
+status \"failure\"; JSON-RPC errors (-32700, -32600, -32601, -32602, -32603, -32001, -32002) \
+are for requests that could not run.
+
+shutdown, or the end of stdin, lets the accepted steps finish (shutdown {\"cancel\": true} \
+cancels them: they answer \"interrupted\"), writes their receipts and exits 0. Ctrl-C cancels \
+every step, waits for their answers and exits 130. Logs go to stderr."
+)]
+pub struct ServeArgs {
+    /// Steps run at once, and workers in the pool (1–16) [default: CPUs].
+    #[arg(long, value_name = "N")]
+    pool_size: Option<usize>,
+    /// Requests accepted beyond those running; past it a request is refused `busy`.
+    #[arg(long, value_name = "N", default_value_t = DEFAULT_QUEUE)]
+    queue: usize,
+    /// The longest request line in bytes; a longer one gets -32600 and the server goes on.
+    #[arg(long, value_name = "BYTES", default_value_t = DEFAULT_MAX_REQUEST_BYTES)]
+    max_request_bytes: usize,
+    #[command(flatten)]
+    sign: crate::receipt_cmd::SignArgs,
+}
+
+/// Runs the server until `shutdown` or the end of stdin.
+/// Every javascript step runs on `engine` when given, else on its runner's `engine:`, else on
+/// QuickJS.
+pub fn run(engine: Option<&str>, args: ServeArgs) -> ExitCode {
+    let cwd = match std::env::current_dir() {
+        Ok(d) => d,
+        Err(e) => return super::usage(&format!("cannot read the working directory: {e}")),
+    };
+    let mut config = ServeConfig::new(cwd)
+        .queue(args.queue)
+        .max_request_bytes(args.max_request_bytes);
+    if let Some(n) = args.pool_size {
+        config = config.pool_size(n);
+    }
+    // Every step's receipt is signed when the server has a key, as for `runx skill`.
+    let keys = match crate::receipt_cmd::keys(&args.sign) {
+        Ok(k) => k,
+        Err(e) => return super::usage(&e.message),
+    };
+    let mut rt = Runtime::new(workers::current_exe_worker()).with_pool_size(config.pool_size);
+    if let Some(engine) = engine {
+        rt = rt.with_engine(engine);
+    }
+    if let Some(signer) = keys.signer {
+        rt = rt.with_signer(signer);
+    }
+    if let Some(key) = keys.verify {
+        rt = rt.with_verify_key(key);
+    }
+    let runtime = Arc::new(rt);
+    tracing::info!(
+        pool_size = config.pool_size,
+        queue = config.queue,
+        "runx serve: reading requests on stdin"
+    );
+    let server = match Server::new(runtime.clone(), config, Box::new(std::io::stdout())) {
+        Ok(s) => Arc::new(s),
+        Err(e) => {
+            errln!("runx: cannot start the step threads: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    let handler = server.clone();
+    // A signal cancels every step, waits a moment for their receipts, and ends the server with
+    // 128 + the signal's number (a second signal ends it at once).
+    crate::signals::on_first(move |signal| {
+        tracing::warn!("signal {signal}: cancelling every step");
+        handler.cancel_all();
+        runtime.interrupt();
+        handler.wait_idle(INTERRUPT_WAIT);
+        std::process::exit(128 + signal);
+    });
+    server.serve(&mut std::io::stdin().lock());
+    ExitCode::SUCCESS
+}

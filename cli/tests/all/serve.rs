@@ -1,0 +1,825 @@
+//! `runx serve`: the JSON-RPC step server driven over its real stdin and stdout.
+
+use super::*;
+use serde_json::json;
+use std::collections::VecDeque;
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Child, ChildStdin};
+use std::sync::mpsc::{Receiver, RecvTimeoutError, channel};
+use std::time::{Duration, Instant};
+
+/// How long any one answer may take before a test gives up (steps here take well under it).
+const PATIENCE: Duration = Duration::from_secs(20);
+
+/// A package with the runners these tests need, written at test time.
+fn package(root: &Path) -> PathBuf {
+    let dir = root.join("steps");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join("X.yaml"),
+        r#"skill: steps
+version: "1.0.0"
+runners:
+  echo:
+    default: true
+    type: javascript
+    module: steps.mjs
+    export: echo
+    environment: { optional: [REGION, SECRET] }
+  spin:
+    type: javascript
+    module: steps.mjs
+    export: spin
+    timeout_seconds: 30
+  burn:
+    type: javascript
+    module: steps.mjs
+    export: burn
+  count:
+    type: javascript
+    module: steps.mjs
+    export: count
+    inputs:
+      file: { type: string, required: true }
+      base: { type: string, default: workspace }
+    pages: { path_from: file, path_scope_from: base, page_bytes: 64 }
+  sleep:
+    type: cli-tool
+    command: /bin/sleep
+    args: ["{{input.seconds}}"]
+    timeout_seconds: 60
+    inputs:
+      seconds: { type: number, default: 30 }
+  fail:
+    type: javascript
+    module: steps.mjs
+    export: fail
+  env:
+    type: cli-tool
+    command: /usr/bin/env
+  region:
+    type: cli-tool
+    command: /bin/sh
+    args: ["-c", "printf '{\"region\":\"%s\",\"path\":\"%s\"}' \"$REGION\" \"$PATH\""]
+    environment: { optional: [REGION] }
+"#,
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("steps.mjs"),
+        r#"export function echo(inputs, { environment }) {
+  console.log("echo", JSON.stringify(inputs));
+  return { inputs, environment };
+}
+export function spin() { for (;;) {} }
+export function fail() { console.warn("about to fail"); throw new Error("boom"); }
+export function burn(inputs) { let x = 0; for (let i = 0; i < inputs.n; i++) x += i % 7; return { x }; }
+export function count(inputs) {
+  const p = inputs.runx_page;
+  const n = (p.state ?? 0) + p.records.length;
+  return p.eof ? { n } : { runx_page: { state: n } };
+}
+"#,
+    )
+    .unwrap();
+    let records: Vec<String> = (0..40).map(|i| format!("{{\"i\":{i}}}")).collect();
+    std::fs::write(root.join("items.json"), format!("[{}]", records.join(","))).unwrap();
+    dir
+}
+
+/// One `runx serve` process: requests go to its stdin, its stdout lines come back on a channel.
+struct Session {
+    child: Child,
+    stdin: Option<ChildStdin>,
+    lines: Receiver<String>,
+    /// Lines read while waiting for another answer.
+    pending: VecDeque<Value>,
+}
+
+impl Session {
+    fn start(cwd: &Path, args: &[&str]) -> Session {
+        Session::start_with_env(cwd, args, &[])
+    }
+
+    fn start_with_env(cwd: &Path, args: &[&str], env: &[(&str, &str)]) -> Session {
+        let mut c = runx();
+        c.current_dir(cwd)
+            .arg("serve")
+            .args(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null());
+        for (k, v) in env {
+            c.env(k, v);
+        }
+        let mut child = c.spawn().unwrap();
+        let stdout = child.stdout.take().unwrap();
+        let (tx, lines) = channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines() {
+                let Ok(line) = line else { return };
+                if tx.send(line).is_err() {
+                    return;
+                }
+            }
+        });
+        Session {
+            stdin: child.stdin.take(),
+            child,
+            lines,
+            pending: VecDeque::new(),
+        }
+    }
+
+    fn send_raw(&mut self, bytes: &[u8]) {
+        let stdin = self.stdin.as_mut().expect("stdin open");
+        stdin.write_all(bytes).unwrap();
+        stdin.flush().unwrap();
+    }
+
+    fn send(&mut self, request: Value) {
+        let mut line = request.to_string().into_bytes();
+        line.push(b'\n');
+        self.send_raw(&line);
+    }
+
+    fn request(&mut self, id: Value, method: &str, params: Value) {
+        self.send(json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
+    }
+
+    /// The next line on stdout, as text.
+    fn next_line(&mut self) -> String {
+        match self.lines.recv_timeout(PATIENCE) {
+            Ok(l) => l,
+            Err(RecvTimeoutError::Timeout) => panic!("no answer within {PATIENCE:?}"),
+            Err(RecvTimeoutError::Disconnected) => panic!("the server closed its stdout"),
+        }
+    }
+
+    fn next(&mut self) -> Value {
+        if let Some(v) = self.pending.pop_front() {
+            return v;
+        }
+        let line = self.next_line();
+        serde_json::from_str(&line).unwrap_or_else(|e| panic!("not JSON ({e}): {line}"))
+    }
+
+    /// The answer to `id`, keeping whatever else arrives first.
+    fn answer(&mut self, id: &Value) -> Value {
+        if let Some(i) = self
+            .pending
+            .iter()
+            .position(|v| &v["id"] == id && v.get("method").is_none())
+        {
+            return self.pending.remove(i).unwrap();
+        }
+        loop {
+            let line = self.next_line();
+            let v: Value = serde_json::from_str(&line).unwrap();
+            if &v["id"] == id && v.get("method").is_none() {
+                return v;
+            }
+            self.pending.push_back(v);
+        }
+    }
+
+    /// Closes stdin and waits for the exit code.
+    fn close(mut self) -> (i32, Vec<Value>) {
+        drop(self.stdin.take());
+        let status = self.child.wait().unwrap();
+        let mut rest: Vec<Value> = self.pending.drain(..).collect();
+        while let Ok(line) = self.lines.recv_timeout(Duration::from_secs(5)) {
+            rest.push(serde_json::from_str(&line).unwrap());
+        }
+        (status.code().unwrap_or(-1), rest)
+    }
+}
+
+impl Drop for Session {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The result text of an answer line, exactly as it was written.
+fn result_text(line: &str) -> &str {
+    let start = line.find("\"result\":").expect("a result") + "\"result\":".len();
+    &line[start..line.len() - 1]
+}
+
+/// Replaces the receipt path (which differs from run to run) in a result's text.
+fn without_receipt(text: &str, result: &Value) -> String {
+    match result["receipt"].as_str() {
+        Some(p) => text.replace(&serde_json::to_string(p).unwrap(), "\"RECEIPT\""),
+        None => text.to_string(),
+    }
+}
+
+#[test]
+fn a_result_is_byte_for_byte_what_skill_json_prints() {
+    let ws = tempfile::tempdir().unwrap();
+    let pkg = package(ws.path());
+    type Case<'a> = (&'a str, Value, Vec<(&'a str, &'a str)>);
+    let cases: Vec<Case> = vec![
+        (
+            "echo",
+            json!({"a": [1, "two"]}),
+            vec![("REGION", "eu"), ("OTHER", "x")],
+        ),
+        ("echo", json!({}), vec![]),
+        ("fail", json!({}), vec![]),
+        ("count", json!({"file": "items.json"}), vec![]),
+        ("count", json!({"file": "missing.json"}), vec![]),
+        (
+            "region",
+            json!({}),
+            vec![("PATH", "/usr/bin"), ("REGION", "eu")],
+        ),
+        ("nope", json!({}), vec![]),
+    ];
+    let mut s = Session::start(ws.path(), &["--pool-size", "1"]);
+    for (i, (runner, inputs, env)) in cases.iter().enumerate() {
+        let env_map: serde_json::Map<String, Value> =
+            env.iter().map(|(k, v)| (k.to_string(), json!(v))).collect();
+        s.request(
+            json!(i),
+            "run",
+            json!({"skill": "steps", "runner": runner, "inputs": inputs, "env": env_map}),
+        );
+        let line = s.next_line();
+        let served: Value = serde_json::from_str(result_text(&line)).unwrap();
+        let served_text = without_receipt(result_text(&line), &served);
+
+        let mut c = runx();
+        c.current_dir(ws.path())
+            .env_clear()
+            .envs(env.iter().copied())
+            .args([
+                "skill",
+                pkg.to_str().unwrap(),
+                runner,
+                "--inputs",
+                "-",
+                "--json",
+            ])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped());
+        let mut child = c.spawn().unwrap();
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(inputs.to_string().as_bytes())
+            .unwrap();
+        let out = child.wait_with_output().unwrap();
+        let printed = String::from_utf8(out.stdout).unwrap();
+        let printed = printed.trim_end();
+        let cli: Value = serde_json::from_str(printed).unwrap();
+        assert_eq!(
+            served_text,
+            without_receipt(printed, &cli),
+            "runner {runner}: serve and `runx skill --json` differ"
+        );
+        if let Some(p) = served["receipt"].as_str() {
+            assert!(Path::new(p).is_file(), "{p}");
+        }
+    }
+    // The cases covered sealed and failed runs, console lines and a cli-tool.
+    let (code, _) = s.close();
+    assert_eq!(code, 0);
+}
+
+#[test]
+fn malformed_requests_get_errors_and_the_server_goes_on() {
+    let ws = tempfile::tempdir().unwrap();
+    package(ws.path());
+    let mut s = Session::start(
+        ws.path(),
+        &["--pool-size", "1", "--max-request-bytes", "4096"],
+    );
+    let expect = |s: &mut Session, code: i64, id: Value| {
+        let v = s.next();
+        assert_eq!(v["error"]["code"], code, "{v}");
+        assert_eq!(v["id"], id, "{v}");
+        assert_eq!(v["jsonrpc"], "2.0");
+    };
+    s.send_raw(b"{not json\n");
+    expect(&mut s, -32700, Value::Null);
+    s.send_raw(b"\xff\xfe\x00garbage\n");
+    expect(&mut s, -32700, Value::Null);
+    s.send_raw(b"\n   \n");
+    s.send_raw(format!("{}\n", "x".repeat(100_000)).as_bytes());
+    expect(&mut s, -32600, Value::Null);
+    s.send(json!([{"jsonrpc": "2.0", "id": 1, "method": "inspect"}]));
+    expect(&mut s, -32600, Value::Null);
+    s.send(json!("run"));
+    expect(&mut s, -32600, Value::Null);
+    s.send(json!({"jsonrpc": "1.0", "id": 2, "method": "run"}));
+    expect(&mut s, -32600, json!(2));
+    s.send(json!({"jsonrpc": "2.0", "id": [3], "method": "run"}));
+    expect(&mut s, -32600, Value::Null);
+    s.request(json!(4), "launch", json!({}));
+    expect(&mut s, -32601, json!(4));
+    s.request(json!(5), "run", json!({"runner": "echo"}));
+    expect(&mut s, -32602, json!(5));
+    s.request(json!(6), "run", json!({"skill": "steps", "inputs": [1]}));
+    expect(&mut s, -32602, json!(6));
+    s.request(
+        json!(7),
+        "run",
+        json!({"skill": "steps", "cwd": "no/such/dir"}),
+    );
+    expect(&mut s, -32602, json!(7));
+    s.request(
+        json!(8),
+        "run",
+        json!({"skill": "steps", "env": {"A=B": "c"}}),
+    );
+    expect(&mut s, -32602, json!(8));
+    s.request(json!(9), "inspect", json!({"skill": "no-such-package"}));
+    let v = s.next();
+    assert_eq!(v["error"]["code"], -32002, "{v}");
+    assert_eq!(v["error"]["data"]["kind"], "profile", "{v}");
+    // A `run` without an id is a notification: nobody could read its result, so it never runs.
+    s.send(json!({"jsonrpc": "2.0", "method": "run", "params": {"skill": "steps"}}));
+    // Still serving: a real request after all of that.
+    s.request(
+        json!("ok"),
+        "run",
+        json!({"skill": "steps", "inputs": {"n": 1}}),
+    );
+    let v = s.next();
+    assert_eq!(v["id"], "ok", "the notification was answered: {v}");
+    assert_eq!(v["result"]["status"], "sealed", "{v}");
+    let (code, rest) = s.close();
+    assert_eq!((code, rest.len()), (0, 0), "{rest:?}");
+    let receipts = std::fs::read_dir(ws.path().join(".runx/receipts")).unwrap();
+    assert_eq!(receipts.count(), 1, "only the one real run left a receipt");
+}
+
+#[test]
+fn concurrent_steps_answer_out_of_order_with_their_ids() {
+    let ws = tempfile::tempdir().unwrap();
+    package(ws.path());
+    let mut s = Session::start(ws.path(), &["--pool-size", "2"]);
+    s.request(
+        json!("slow"),
+        "run",
+        json!({"skill": "steps", "runner": "sleep", "inputs": {"seconds": 2}}),
+    );
+    s.request(
+        json!("fast"),
+        "run",
+        json!({"skill": "steps", "inputs": {"x": 1}}),
+    );
+    let first = s.next();
+    let second = s.next();
+    assert_eq!(first["id"], "fast", "{first}");
+    assert_eq!(first["result"]["output"]["inputs"], json!({"x": 1}));
+    assert_eq!(second["id"], "slow", "{second}");
+    assert_eq!(second["result"]["status"], "sealed", "{second}");
+    // Many at once: every id answered exactly once, with its own inputs.
+    for i in 0..20 {
+        s.request(
+            json!(i),
+            "run",
+            json!({"skill": "steps", "inputs": {"i": i}}),
+        );
+    }
+    let mut seen = std::collections::BTreeSet::new();
+    for _ in 0..20 {
+        let v = s.next();
+        let id = v["id"].as_i64().unwrap();
+        assert_eq!(v["result"]["output"]["inputs"]["i"], id, "{v}");
+        assert!(seen.insert(id));
+    }
+    assert_eq!(s.close().0, 0);
+}
+
+#[test]
+fn cancel_kills_that_steps_worker_or_process_group_only() {
+    let ws = tempfile::tempdir().unwrap();
+    package(ws.path());
+    let mut s = Session::start(ws.path(), &["--pool-size", "2"]);
+    // Warm both workers so that the spinning one can be told apart.
+    s.request(json!("warm"), "run", json!({"skill": "steps"}));
+    s.answer(&json!("warm"));
+    s.request(
+        json!("spin"),
+        "run",
+        json!({"skill": "steps", "runner": "spin"}),
+    );
+    s.request(
+        json!("sleep"),
+        "run",
+        json!({"skill": "steps", "runner": "sleep"}),
+    );
+    std::thread::sleep(Duration::from_millis(500));
+    let started = Instant::now();
+    s.request(json!("c1"), "cancel", json!({"id": "spin"}));
+    let v = s.answer(&json!("spin"));
+    assert_eq!(v["result"]["status"], "failure", "{v}");
+    assert_eq!(v["result"]["error"]["kind"], "interrupted", "{v}");
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        started.elapsed()
+    );
+    assert_eq!(s.answer(&json!("c1"))["result"], json!({"cancelled": true}));
+    let receipt: Value =
+        serde_json::from_slice(&std::fs::read(v["result"]["receipt"].as_str().unwrap()).unwrap())
+            .unwrap();
+    assert_eq!(receipt["status"], "failure");
+    assert_eq!(receipt["failure"]["kind"], "interrupted");
+    // The cli-tool step was untouched by that; now cancel it too.
+    s.request(json!("c2"), "cancel", json!({"id": "sleep"}));
+    let v = s.answer(&json!("sleep"));
+    assert_eq!(v["result"]["error"]["kind"], "interrupted", "{v}");
+    assert!(started.elapsed() < Duration::from_secs(10));
+    // Unknown and finished ids: nothing to cancel.
+    s.request(json!("c3"), "cancel", json!({"id": "spin"}));
+    assert_eq!(
+        s.answer(&json!("c3"))["result"],
+        json!({"cancelled": false})
+    );
+    // The killed worker was replaced: steps still run, many cancellations later too.
+    for i in 0..5 {
+        let id = format!("spin{i}");
+        s.request(
+            json!(id),
+            "run",
+            json!({"skill": "steps", "runner": "spin"}),
+        );
+        std::thread::sleep(Duration::from_millis(300));
+        s.request(json!(format!("c{id}")), "cancel", json!({"id": id}));
+        let v = s.answer(&json!(id));
+        assert_eq!(v["result"]["error"]["kind"], "interrupted", "{v}");
+    }
+    s.request(
+        json!("after"),
+        "run",
+        json!({"skill": "steps", "inputs": {"n": 2}}),
+    );
+    let v = s.answer(&json!("after"));
+    assert_eq!(v["result"]["status"], "sealed", "{v}");
+    assert_eq!(s.close().0, 0);
+}
+
+#[test]
+fn busy_past_the_queue_limit() {
+    let ws = tempfile::tempdir().unwrap();
+    package(ws.path());
+    let mut s = Session::start(ws.path(), &["--pool-size", "1", "--queue", "1"]);
+    let slow = json!({"skill": "steps", "runner": "sleep", "inputs": {"seconds": 0.5}});
+    s.request(json!(1), "run", slow.clone());
+    s.request(json!(2), "run", slow.clone());
+    s.request(json!(3), "run", slow.clone());
+    let v = s.next();
+    assert_eq!(v["id"], 3, "{v}");
+    assert_eq!(v["error"]["code"], -32001, "{v}");
+    let data = &v["error"]["data"];
+    assert_eq!(
+        data["running"].as_u64().unwrap() + data["queued"].as_u64().unwrap(),
+        2,
+        "{v}"
+    );
+    assert_eq!(
+        (data["pool_size"].clone(), data["queue_limit"].clone()),
+        (json!(1), json!(1))
+    );
+    // A duplicate id of a request in flight is refused too.
+    s.request(json!(2), "run", slow.clone());
+    let v = s.next();
+    assert_eq!(
+        (v["id"].clone(), v["error"]["code"].clone()),
+        (json!(2), json!(-32600)),
+        "{v}"
+    );
+    assert_eq!(s.answer(&json!(1))["result"]["status"], "sealed");
+    assert_eq!(s.answer(&json!(2))["result"]["status"], "sealed");
+    // Room again.
+    s.request(json!(4), "run", json!({"skill": "steps"}));
+    assert_eq!(s.answer(&json!(4))["result"]["status"], "sealed");
+}
+
+#[test]
+fn shutdown_lets_steps_in_flight_finish_then_exits_zero() {
+    let ws = tempfile::tempdir().unwrap();
+    package(ws.path());
+    let mut s = Session::start(ws.path(), &["--pool-size", "1"]);
+    s.request(
+        json!(1),
+        "run",
+        json!({"skill": "steps", "runner": "sleep", "inputs": {"seconds": 0.5}}),
+    );
+    s.request(json!(2), "run", json!({"skill": "steps"}));
+    s.request(json!("bye"), "shutdown", json!({}));
+    // Requests after shutdown are not read.
+    s.request(json!(3), "run", json!({"skill": "steps"}));
+    let answers = [s.next(), s.next(), s.next()];
+    assert_eq!(answers[0]["id"], 1);
+    assert_eq!(answers[0]["result"]["status"], "sealed");
+    assert_eq!(answers[1]["id"], 2);
+    assert_eq!(
+        answers[2],
+        json!({"jsonrpc": "2.0", "id": "bye", "result": null})
+    );
+    for a in &answers[..2] {
+        assert!(Path::new(a["result"]["receipt"].as_str().unwrap()).is_file());
+    }
+    let (code, rest) = s.close();
+    assert_eq!((code, rest), (0, vec![]));
+}
+
+#[test]
+fn shutdown_with_cancel_interrupts_steps_in_flight() {
+    let ws = tempfile::tempdir().unwrap();
+    package(ws.path());
+    let mut s = Session::start(ws.path(), &["--pool-size", "2"]);
+    s.request(json!(1), "run", json!({"skill": "steps", "runner": "spin"}));
+    s.request(
+        json!(2),
+        "run",
+        json!({"skill": "steps", "runner": "sleep"}),
+    );
+    std::thread::sleep(Duration::from_millis(300));
+    let started = Instant::now();
+    s.request(json!("bye"), "shutdown", json!({"cancel": true}));
+    let a = s.answer(&json!(1));
+    let b = s.answer(&json!(2));
+    for v in [&a, &b] {
+        assert_eq!(v["result"]["error"]["kind"], "interrupted", "{v}");
+        assert!(Path::new(v["result"]["receipt"].as_str().unwrap()).is_file());
+    }
+    assert_eq!(s.answer(&json!("bye"))["result"], Value::Null);
+    assert!(started.elapsed() < Duration::from_secs(5));
+    assert_eq!(s.close().0, 0);
+}
+
+#[test]
+fn end_of_input_finishes_steps_in_flight() {
+    let ws = tempfile::tempdir().unwrap();
+    package(ws.path());
+    let mut s = Session::start(ws.path(), &["--pool-size", "1"]);
+    s.request(
+        json!(1),
+        "run",
+        json!({"skill": "steps", "runner": "sleep", "inputs": {"seconds": 0.3}}),
+    );
+    let (code, rest) = s.close();
+    assert_eq!(code, 0);
+    assert_eq!(rest.len(), 1, "{rest:?}");
+    assert_eq!(rest[0]["result"]["status"], "sealed");
+}
+
+#[test]
+fn progress_notifications_come_before_the_result_when_asked() {
+    let ws = tempfile::tempdir().unwrap();
+    package(ws.path());
+    let total = std::fs::metadata(ws.path().join("items.json"))
+        .unwrap()
+        .len();
+    let mut s = Session::start(ws.path(), &["--pool-size", "1"]);
+    let params = json!({"skill": "steps", "runner": "count", "inputs": {"file": "items.json"}, "progress": true});
+    s.request(json!("p"), "run", params);
+    let mut pages = Vec::new();
+    let result = loop {
+        let v = s.next();
+        if v.get("method").is_none() {
+            break v;
+        }
+        assert_eq!(v["method"], "progress");
+        assert!(v.get("id").is_none(), "a notification has no id: {v}");
+        assert_eq!(v["params"]["id"], "p");
+        assert_eq!(v["params"]["total_bytes"], total);
+        pages.push((
+            v["params"]["page_index"].as_u64().unwrap(),
+            v["params"]["bytes"].as_u64().unwrap(),
+        ));
+    };
+    assert_eq!(result["result"]["output"], json!({"n": 40}), "{result}");
+    assert!(pages.len() > 3, "{pages:?}");
+    for (i, (index, _)) in pages.iter().enumerate() {
+        assert_eq!(*index, i as u64);
+    }
+    assert!(pages.windows(2).all(|w| w[0].1 < w[1].1));
+    assert_eq!(pages.last().unwrap().1, total);
+    // Not asked: no notifications.
+    s.request(
+        json!("q"),
+        "run",
+        json!({"skill": "steps", "runner": "count", "inputs": {"file": "items.json"}}),
+    );
+    assert_eq!(s.next()["id"], "q");
+}
+
+#[test]
+fn env_is_the_only_environment_a_step_sees_and_paths_are_relative_to_the_server() {
+    let ws = tempfile::tempdir().unwrap();
+    package(ws.path());
+    std::fs::create_dir(ws.path().join("work")).unwrap();
+    let mut s = Session::start_with_env(
+        ws.path(),
+        &["--pool-size", "1"],
+        &[("SECRET", "server-only"), ("REGION", "server")],
+    );
+    s.request(
+        json!(1),
+        "run",
+        json!({"skill": "steps", "runner": "env", "cwd": "work", "receipt_dir": "rcpt"}),
+    );
+    let v = s.next();
+    let stdout = v["result"]["output"]["stdout"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let names: Vec<&str> = stdout.lines().filter_map(|l| l.split('=').next()).collect();
+    assert!(
+        !names.contains(&"SECRET") && !names.contains(&"PATH") && !names.contains(&"REGION"),
+        "{stdout}"
+    );
+    let cwd = ws.path().join("work").canonicalize().unwrap();
+    assert!(
+        stdout.contains(&format!("RUNX_CWD={}", ws.path().join("work").display()))
+            || stdout.contains(&format!("RUNX_CWD={}", cwd.display())),
+        "{stdout}"
+    );
+    assert!(
+        v["result"]["receipt"]
+            .as_str()
+            .unwrap()
+            .starts_with(ws.path().join("rcpt").to_str().unwrap()),
+        "{v}"
+    );
+    s.request(
+        json!(2),
+        "run",
+        json!({"skill": "steps", "env": {"REGION": "eu", "SECRET": "s"}}),
+    );
+    let v = s.next();
+    assert_eq!(
+        v["result"]["output"]["environment"],
+        json!({"REGION": "eu", "SECRET": "s"})
+    );
+    s.request(json!(3), "run", json!({"skill": "steps"}));
+    let v = s.next();
+    assert_eq!(
+        v["result"]["output"]["environment"],
+        json!({}),
+        "the server's own environment leaked: {v}"
+    );
+}
+
+#[test]
+fn a_worker_killed_mid_step_fails_that_step_only() {
+    let ws = tempfile::tempdir().unwrap();
+    package(ws.path());
+    // Two slots: the first two worker starts are not replacements, so the restart budget is
+    // not what this test measures.
+    let mut s = Session::start(ws.path(), &["--pool-size", "2"]);
+    let server = s.child.id();
+    s.request(
+        json!("victim"),
+        "run",
+        json!({"skill": "steps", "runner": "spin"}),
+    );
+    // The call is idempotent, so the pool retries it once on a new worker: kill until it ends.
+    let deadline = Instant::now() + PATIENCE;
+    let answer = loop {
+        assert!(Instant::now() < deadline, "the step never ended");
+        for pid in children_of(server) {
+            let _ = nix::sys::signal::kill(
+                nix::unistd::Pid::from_raw(pid as i32),
+                nix::sys::signal::Signal::SIGKILL,
+            );
+        }
+        match s.lines.recv_timeout(Duration::from_millis(100)) {
+            Ok(line) => break serde_json::from_str::<Value>(&line).unwrap(),
+            Err(_) => continue,
+        }
+    };
+    assert_eq!(answer["id"], "victim");
+    assert_eq!(
+        answer["result"]["error"]["kind"], "worker_crashed",
+        "{answer}"
+    );
+    s.request(
+        json!("next"),
+        "run",
+        json!({"skill": "steps", "inputs": {"n": 3}}),
+    );
+    let v = s.next();
+    assert_eq!(v["result"]["status"], "sealed", "{v}");
+}
+
+/// Process ids whose parent is `pid`.
+fn children_of(pid: u32) -> Vec<u32> {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|&child| {
+            std::fs::read_to_string(format!("/proc/{child}/stat"))
+                .ok()
+                .and_then(|s| {
+                    let rest = &s[s.rfind(')')? + 1..];
+                    rest.split_whitespace().nth(1)?.parse::<u32>().ok()
+                })
+                == Some(pid)
+        })
+        .collect()
+}
+
+#[test]
+fn a_cancelled_queued_step_answers_at_once() {
+    let ws = tempfile::tempdir().unwrap();
+    package(ws.path());
+    let mut s = Session::start(ws.path(), &["--pool-size", "1", "--queue", "2"]);
+    let started = Instant::now();
+    s.request(
+        json!("long"),
+        "run",
+        json!({"skill": "steps", "runner": "sleep", "inputs": {"seconds": 3}}),
+    );
+    s.request(json!("queued"), "run", json!({"skill": "steps"}));
+    s.request(json!("c"), "cancel", json!({"id": "queued"}));
+    let v = s.answer(&json!("queued"));
+    assert_eq!(v["result"]["error"]["kind"], "interrupted", "{v}");
+    assert_eq!(
+        v["result"]["runner"], "echo",
+        "the receipt names the step: {v}"
+    );
+    assert!(Path::new(v["result"]["receipt"].as_str().unwrap()).is_file());
+    assert!(
+        started.elapsed() < Duration::from_secs(2),
+        "it waited for the running step: {:?}",
+        started.elapsed()
+    );
+    s.request(json!("c2"), "cancel", json!({"id": "long"}));
+    assert_eq!(
+        s.answer(&json!("long"))["result"]["error"]["kind"],
+        "interrupted"
+    );
+}
+
+#[test]
+fn ctrl_c_interrupts_every_step_answers_and_exits_130() {
+    let ws = tempfile::tempdir().unwrap();
+    package(ws.path());
+    let mut s = Session::start(ws.path(), &["--pool-size", "2"]);
+    // An answer means the server is reading, so its Ctrl-C handler is in place.
+    s.request(json!(0), "inspect", json!({"skill": "steps"}));
+    assert_eq!(s.next()["result"]["skill"], "steps");
+    s.request(json!(1), "run", json!({"skill": "steps", "runner": "spin"}));
+    s.request(
+        json!(2),
+        "run",
+        json!({"skill": "steps", "runner": "sleep"}),
+    );
+    std::thread::sleep(Duration::from_millis(500));
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(s.child.id() as i32),
+        nix::sys::signal::Signal::SIGINT,
+    )
+    .unwrap();
+    let mut kinds = vec![s.next(), s.next()]
+        .into_iter()
+        .map(|v| (v["id"].clone(), v["result"]["error"]["kind"].clone()))
+        .collect::<Vec<_>>();
+    kinds.sort_by_key(|(id, _)| id.as_i64());
+    assert_eq!(
+        kinds,
+        vec![
+            (json!(1), json!("interrupted")),
+            (json!(2), json!("interrupted"))
+        ]
+    );
+    let status = s.child.wait().unwrap();
+    assert_eq!(status.code(), Some(130));
+}
+
+#[test]
+fn steps_are_signed_with_the_servers_key_and_half_a_key_refuses_to_start() {
+    let ws = tempfile::tempdir().unwrap();
+    package(ws.path());
+    let seed = "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=";
+    let key = [
+        ("RUNX_RECEIPT_SIGN_KID", "serve-key"),
+        ("RUNX_RECEIPT_SIGN_ED25519_SEED_BASE64", seed),
+        ("RUNX_RECEIPT_SIGN_ISSUER_TYPE", "ci"),
+    ];
+    let mut s = Session::start_with_env(ws.path(), &["--pool-size", "1"], &key);
+    s.request(json!(1), "run", json!({"skill": "steps"}));
+    let answer = s.answer(&json!(1));
+    let receipt = answer["result"]["receipt"].as_str().unwrap().to_string();
+    let (code, _) = s.close();
+    assert_eq!(code, 0);
+    let text = std::fs::read_to_string(&receipt).unwrap();
+    let r: Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(r["signature"]["kid"], "serve-key", "{r}");
+    assert!(!text.contains(seed), "the seed is in the receipt");
+    // Half a key is a usage error before the server reads anything.
+    let out = run_in(ws.path(), &["serve"], &key[..1]);
+    assert_eq!(out.status.code(), Some(64));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("RUNX_RECEIPT_SIGN"));
+}

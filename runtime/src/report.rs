@@ -1,0 +1,272 @@
+//! The JSON objects runx answers with: a run's result (what `runx skill --json` prints and a
+//! step server returns for `run`) and a package's description (`runx skill inspect --json`,
+//! a step server's `inspect`). Built here once, so every caller prints the same bytes.
+
+use crate::failure::RunError;
+use crate::limits::{self, AppliedLimits, PRINTED_TEXT_BYTES};
+use crate::profile::{InputDecl, Profile, Runner, RunnerKind};
+use crate::runtime::RunOutcome;
+use crate::subprocess::Capture;
+use crate::workers::{DEFAULT_ENGINE, engines_built};
+use runx_worker::engine::ConsoleLog;
+use serde_json::{Map, Value, json};
+
+/// The result of a run: `{"status", "skill", "runner", "output", "receipt", "error",
+/// "console", "stderr"}`, where `error` is `{"kind", "code", "message"}` or `null`, `console`
+/// the module's console lines ([`console_json`]) and `stderr` a cli-tool's stderr
+/// ([`stderr_json`]; `null` for a javascript runner).
+pub fn run_result(o: &RunOutcome) -> Value {
+    json!({
+        "status": o.status(),
+        "skill": o.skill,
+        "runner": o.runner,
+        "output": o.output(),
+        "receipt": o.receipt_path.as_ref().map(|p| p.display().to_string()),
+        "error": o.error(),
+        "console": console_json(&o.log),
+        "stderr": o.stderr.as_ref().map(stderr_json),
+    })
+}
+
+/// The result for a request refused before any run (no package loaded, no receipt): the same
+/// keys as [`run_result`].
+pub fn refused(runner: Option<&str>, error: &RunError) -> Value {
+    json!({
+        "status": "failure", "skill": null, "runner": runner,
+        "output": null, "receipt": null, "error": error, "console": null, "stderr": null,
+    })
+}
+
+/// Printed bytes of each stream.
+fn budget() -> usize {
+    usize::try_from(PRINTED_TEXT_BYTES.max).unwrap_or(usize::MAX)
+}
+
+/// `{lines: [{level, message}], line_count, bytes, printed_bytes, dropped_bytes}`: the console
+/// lines the worker kept (at most its 64 KiB log bound), printed until [`PRINTED_TEXT_BYTES`] of
+/// messages; `bytes` counts every kept message byte, `dropped_bytes` what the worker dropped.
+pub fn console_json(log: &ConsoleLog) -> Value {
+    let mut printed = Vec::new();
+    let mut printed_bytes = 0usize;
+    let bytes: usize = log.lines.iter().map(|l| l.message.len()).sum();
+    for line in &log.lines {
+        if printed_bytes + line.message.len() > budget() {
+            break;
+        }
+        printed_bytes += line.message.len();
+        printed.push(json!({"level": line.level, "message": line.message}));
+    }
+    json!({
+        "lines": printed,
+        "line_count": log.lines.len(),
+        "bytes": bytes,
+        "printed_bytes": printed_bytes,
+        "dropped_bytes": log.dropped_bytes,
+    })
+}
+
+/// `{text, total_bytes, printed_bytes, truncated, sha256}`: the first [`PRINTED_TEXT_BYTES`] of
+/// what a cli-tool wrote to stderr (cut at a character boundary, invalid UTF-8 replaced), with
+/// the count and digest of the whole stream.
+pub fn stderr_json(c: &Capture) -> Value {
+    let mut end = c.kept.len().min(budget());
+    // Cut at a character boundary: back off over UTF-8 continuation bytes.
+    while end > 0 && end < c.kept.len() && (c.kept[end] & 0xC0) == 0x80 {
+        end -= 1;
+    }
+    let text = String::from_utf8_lossy(&c.kept[..end]);
+    json!({
+        "text": text,
+        "total_bytes": c.total_bytes,
+        "printed_bytes": end,
+        "truncated": (end as u64) < c.total_bytes,
+        "sha256": c.sha256,
+    })
+}
+
+/// The package as one JSON object: `{"skill", "version", "dir", "runners", "input_definitions",
+/// "declared_only", "diagnostics"}`, every runner in name order with its inputs, outputs,
+/// environment, limits and the keys this runtime shows without running.
+pub fn describe(p: &Profile) -> Value {
+    let mut runners: Vec<(String, Value)> = p
+        .runners
+        .values()
+        .map(|r| (r.name.clone(), describe_runner(p, r)))
+        .collect();
+    runners.extend(p.other_runners.iter().map(|(name, other)| {
+        (
+            name.clone(),
+            json!({
+                "name": name,
+                "type": other.ty,
+                "default": p.default_runner.as_deref() == Some(name.as_str()),
+                "runs_here": false,
+                "keys": other.keys,
+            }),
+        )
+    }));
+    runners.sort_by(|a, b| a.0.cmp(&b.0));
+    let runners: Vec<Value> = runners.into_iter().map(|(_, v)| v).collect();
+    let definitions: Map<String, Value> = p
+        .input_definitions
+        .iter()
+        .map(|(k, d)| (k.clone(), describe_input(d)))
+        .collect();
+    json!({
+        "skill": p.skill, "version": p.version, "dir": p.dir, "runners": runners,
+        "input_definitions": definitions,
+        "declared_only": p.declared_only,
+        "diagnostics": p.diagnostics,
+    })
+}
+
+/// One input declaration, with where its schema came from.
+fn describe_input(d: &InputDecl) -> Value {
+    json!({
+        "type": d.ty.name(), "required": d.required, "default": d.default,
+        "description": d.description, "schema": d.schema, "artifact": d.artifact,
+        "definition": d.definition,
+        "packet": d.packet.as_ref().map(|pk| json!({"id": pk.id, "file": pk.file, "digest": pk.digest})),
+    })
+}
+
+/// What a javascript runner declares about its engine and what this executable has: the
+/// runner runs on the caller's engine when one is given (`--engine`), else on `declared`, else
+/// on `default`.
+fn engine_json(declared: Option<&str>) -> Value {
+    json!({
+        "declared": declared,
+        "default": DEFAULT_ENGINE,
+        "built": engines_built(),
+    })
+}
+
+fn describe_runner(p: &Profile, r: &Runner) -> Value {
+    let (module, export, pages, command, engine) = match &r.kind {
+        RunnerKind::Javascript(js) => (
+            Some(js.module.clone()),
+            js.export.clone(),
+            js.pages.as_ref().map(|pg| {
+                json!({"path_from": pg.path_from, "path_scope_from": pg.path_scope_from,
+                       "media_type": pg.media_type, "framing": "json_array", "page_bytes": pg.page_bytes})
+            }),
+            None,
+            Some(engine_json(js.engine.as_deref())),
+        ),
+        RunnerKind::CliTool(t) => (None, None, None, Some(t.command.clone()), None),
+    };
+    let inputs: Map<String, Value> = r
+        .inputs
+        .iter()
+        .map(|(k, d)| (k.clone(), describe_input(d)))
+        .collect();
+    let outputs: Map<String, Value> = r
+        .outputs
+        .iter()
+        .map(|(k, d)| (k.clone(), json!(d.ty.name())))
+        .collect();
+    let output_declarations: Map<String, Value> = r
+        .outputs
+        .iter()
+        .map(|(k, d)| {
+            let decl = json!({
+                "type": d.ty.name(), "required": d.required, "schema": d.schema,
+                "description": d.description, "wrap_as": d.wrap_as,
+            });
+            (k.clone(), decl)
+        })
+        .collect();
+    let mut doc = json!({
+        "name": r.name,
+        "type": r.kind.type_name(),
+        "default": p.default_runner.as_deref() == Some(r.name.as_str()),
+        "runs_here": true,
+        "module": module, "export": export, "pages": pages, "command": command,
+        "engine": engine,
+        "inputs": inputs,
+        "outputs": outputs,
+        "output_declarations": output_declarations,
+        "environment": {"required": r.environment.required, "optional": r.environment.optional},
+        "limits": limits_json(&limits::for_runner(r)),
+        "artifacts": r.artifacts,
+        "examples": r.examples,
+        "declared_only": r.declared_only,
+    });
+    if let (RunnerKind::CliTool(t), Some(obj)) = (&r.kind, doc.as_object_mut()) {
+        obj.insert("args".into(), json!(t.args));
+        obj.insert("cwd".into(), json!(t.cwd));
+        obj.insert("input_mode".into(), json!(t.input_mode.name()));
+        obj.insert("idempotent".into(), json!(t.idempotent));
+        obj.insert(
+            "retry".into(),
+            json!(t.retry.as_ref().map(|rt| json!({
+                "max_attempts": rt.attempts + 1,
+                "on": rt.on.iter().map(|_| "crash").collect::<Vec<_>>(),
+                "backoff_seconds": rt.backoff.as_secs(),
+                "applies": rt.inert.is_none(),
+                "inert": rt.inert,
+            }))),
+        );
+    }
+    doc
+}
+
+/// The limits as `name → value`, the same map a receipt records.
+fn limits_json(applied: &AppliedLimits) -> Value {
+    json!(applied.to_map())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use runx_worker::engine::LogLine;
+
+    #[test]
+    fn stderr_is_cut_at_a_character_boundary_with_its_full_count() {
+        let mut kept = vec![b'a'; budget() - 1];
+        kept.extend_from_slice("é".as_bytes());
+        kept.extend_from_slice(b"tail");
+        let c = Capture {
+            total_bytes: 10 * kept.len() as u64,
+            kept,
+            sha256: "sha256:x".into(),
+            truncated: true,
+        };
+        let v = stderr_json(&c);
+        assert_eq!(v["printed_bytes"], budget() - 1);
+        assert_eq!(v["text"].as_str().map(str::len), Some(budget() - 1));
+        assert_eq!(v["truncated"], true);
+        assert_eq!(v["total_bytes"], c.total_bytes);
+        let small = Capture {
+            kept: b"warn\n".to_vec(),
+            total_bytes: 5,
+            sha256: "sha256:y".into(),
+            truncated: false,
+        };
+        assert_eq!(
+            stderr_json(&small),
+            json!({"text": "warn\n", "total_bytes": 5, "printed_bytes": 5, "truncated": false, "sha256": "sha256:y"})
+        );
+    }
+
+    #[test]
+    fn console_lines_are_printed_within_the_budget() {
+        let line = |m: String| LogLine {
+            level: "log".into(),
+            message: m,
+        };
+        let log = ConsoleLog {
+            lines: vec![
+                line("x".repeat(budget() - 10)),
+                line("y".repeat(20)),
+                line("z".into()),
+            ],
+            dropped_bytes: 7,
+        };
+        let v = console_json(&log);
+        assert_eq!(v["line_count"], 3);
+        assert_eq!(v["lines"].as_array().map(Vec::len), Some(1));
+        assert_eq!(v["bytes"], budget() + 11);
+        assert_eq!(v["dropped_bytes"], 7);
+    }
+}
