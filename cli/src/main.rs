@@ -49,7 +49,11 @@ enum Command {
     Bench(bench_cmd::BenchArgs),
     /// The worker process (started by runx itself).
     #[command(name = "__worker", hide = true)]
-    Worker,
+    Worker {
+        /// Serve without the seccomp filter where the kernel cannot install it.
+        #[arg(long)]
+        allow_no_seccomp: bool,
+    },
 }
 
 #[derive(clap::Args)]
@@ -110,8 +114,8 @@ fn main() -> ExitCode {
             return ExitCode::from(code);
         }
     };
-    if let Command::Worker = cli.command {
-        let code = workers::worker_main(&cli.engine);
+    if let Command::Worker { allow_no_seccomp } = cli.command {
+        let code = workers::worker_main(&cli.engine, allow_no_seccomp);
         return ExitCode::from(u8::try_from(code).unwrap_or(2));
     }
     if let Err(e) = workers::check_engine(&cli.engine) {
@@ -126,7 +130,7 @@ fn main() -> ExitCode {
         },
         Command::Harness(args) => harness_cmd::run(&runtime(engine), &args.paths, args.json),
         Command::Bench(args) => bench_cmd::run(&runtime(engine), args),
-        Command::Worker => ExitCode::SUCCESS,
+        Command::Worker { .. } => ExitCode::SUCCESS,
     }
 }
 
@@ -204,11 +208,19 @@ fn report(o: &RunOutcome, as_json: bool) {
             "output": o.output(),
             "receipt": receipt_path,
             "error": o.error(),
+            "console_dropped_bytes": o.log.dropped_bytes,
         }));
         return;
     }
     for line in &o.log.lines {
         eprintln!("[{}] {}", line.level, line.message);
+    }
+    if o.log.truncated() {
+        eprintln!(
+            "[runx: {} more bytes of console output were dropped; a run keeps at most {} bytes]",
+            o.log.dropped_bytes,
+            runx_runtime::limits::LOG_BYTES.default
+        );
     }
     match &o.result {
         Ok(out) => {

@@ -39,7 +39,9 @@ pub enum BundleError {
         reason: String,
     },
     /// The bundle's source is larger than the limit.
-    #[error("the module closure holds {bytes} bytes of source; the limit is {limit} bytes")]
+    #[error(
+        "the module closure holds {bytes} bytes of source and module paths; the limit is {limit} bytes"
+    )]
     TooLarge {
         /// Bytes of source collected so far.
         bytes: usize,
@@ -89,10 +91,19 @@ impl ModuleBundle {
         format!("sha256:{}", hex::encode(h.finalize()))
     }
 
-    /// Total bytes of source.
+    /// Bytes the bundle counts against the source limit: every module's source and its path.
+    /// Paths count, so a bundle of many empty modules with long names is as large as it looks.
     pub fn source_bytes(&self) -> usize {
-        self.modules.values().map(String::len).sum()
+        self.modules
+            .iter()
+            .map(|(path, source)| module_cost(path, source))
+            .sum()
     }
+}
+
+/// What one module counts against the source limit.
+fn module_cost(path: &str, source: &str) -> usize {
+    path.len() + source.len()
 }
 
 /// Collects the static import closure of `entry` (a path relative to `root`).
@@ -211,7 +222,12 @@ impl CollectState {
         let bytes = std::fs::read(&canonical).map_err(|e| file_err(e.to_string()))?;
         let text =
             String::from_utf8(bytes).map_err(|_| file_err("is not valid UTF-8".to_string()))?;
-        let total = self.modules.values().map(String::len).sum::<usize>() + text.len();
+        let total = self
+            .modules
+            .iter()
+            .map(|(p, s)| module_cost(p, s))
+            .sum::<usize>()
+            + module_cost(path, &text);
         if total > self.limit {
             return Err(BundleError::TooLarge {
                 bytes: total,

@@ -8,7 +8,9 @@
 //!   `v8`, V8 through deno_core.
 //! - [`bundle`] and [`specifier`]: the module closure and the one rule for what an import may name.
 //! - [`frame`] and [`protocol`]: length-prefixed frames between host and worker.
-//! - [`serve`]: the worker process loop (`runx __worker`, or the `runx-worker` binary).
+//! - [`serve`]: the worker process loop (`runx __worker`, or the `runx-worker` binary);
+//!   [`sandbox`]: how a worker process confines itself before it serves (descriptors,
+//!   privileges, rlimits, the seccomp allow-list).
 //! - [`pool`] and [`process`]: supervised worker processes on the host side.
 //! - [`limits`] and [`failure`]: limits as data, typed failures; [`fatal`]: the answer a worker
 //!   still gives when its engine must end the process.
@@ -50,6 +52,7 @@ pub mod pool;
 pub mod process;
 pub mod protocol;
 pub mod quickjs;
+pub mod sandbox;
 pub mod serve;
 pub mod specifier;
 #[cfg(feature = "v8")]
