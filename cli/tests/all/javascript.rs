@@ -35,7 +35,15 @@ fn json_output_has_exactly_the_documented_keys() {
     keys.sort();
     assert_eq!(
         keys,
-        ["error", "output", "receipt", "runner", "skill", "status"]
+        [
+            "console_dropped_bytes",
+            "error",
+            "output",
+            "receipt",
+            "runner",
+            "skill",
+            "status"
+        ]
     );
 }
 

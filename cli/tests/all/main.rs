@@ -7,6 +7,7 @@ mod docs;
 mod harness;
 mod javascript;
 mod pages;
+mod sandbox;
 
 use serde_json::Value;
 use std::path::{Path, PathBuf};
