@@ -8,8 +8,8 @@
 //! 2. closes every descriptor but its stdin, stdout and stderr (the frame pipes and the crash
 //!    log), whatever it inherited from whoever started `runx`;
 //! 3. sets its rlimits: no core dumps, no file writes, few descriptors, the engine's memory cap;
-//! 4. when started as root, drops to an unprivileged user and group (`nobody`, or 65534) with
-//!    no supplementary groups;
+//! 4. when started as root, drops to user and group 65534 (`nobody`/`nogroup` on most systems)
+//!    with no supplementary groups;
 //! 5. sets no-new-privileges, so no later `execve` could gain privileges (there is none: see 6);
 //! 6. installs a seccomp filter ([`filter`]) that allows only the system calls the engine and
 //!    the protocol need. Any other call kills the process (the host then reports
@@ -44,7 +44,9 @@ pub const KEPT_DESCRIPTORS: &[i32] = &[0, 1, 2];
 /// Open files the worker may hold: stdio and a little slack for the runtime.
 const MAX_OPEN_FILES: u64 = 16;
 
-/// The user and group a worker started as root runs as, when the system has no `nobody`.
+/// The user and group a worker started as root runs as. A fixed id, not a name lookup: the
+/// lookup would read system files and could wait on a directory service before the worker is
+/// ready.
 const NOBODY: u32 = 65534;
 
 /// The option that lets a worker serve where the kernel cannot install its seccomp filter.
@@ -187,17 +189,14 @@ fn set_rlimits(memory: MemoryCap) -> Result<(), SandboxError> {
     Ok(())
 }
 
-/// When running as root (real or effective), becomes `nobody` with no supplementary groups,
+/// When running as root (real or effective), becomes [`NOBODY`] with no supplementary groups,
 /// and checks that root cannot be regained.
 fn drop_root() -> Result<(), SandboxError> {
-    use nix::unistd::{Gid, Uid, User, getegid, geteuid, getuid, setgroups, setresgid, setresuid};
+    use nix::unistd::{Gid, Uid, getegid, geteuid, getuid, setgroups, setresgid, setresuid};
     if !getuid().is_root() && !geteuid().is_root() {
         return Ok(());
     }
-    let (uid, gid) = match User::from_name("nobody") {
-        Ok(Some(u)) if !u.uid.is_root() => (u.uid, u.gid),
-        _ => (Uid::from_raw(NOBODY), Gid::from_raw(NOBODY)),
-    };
+    let (uid, gid) = (Uid::from_raw(NOBODY), Gid::from_raw(NOBODY));
     let failed = |source| SandboxError::Privileges {
         uid: uid.as_raw(),
         source,
