@@ -4,6 +4,7 @@
 mod conformance;
 mod pool;
 mod protocol;
+mod sandbox;
 
 use runx_worker::bundle::ModuleBundle;
 use std::sync::Arc;
