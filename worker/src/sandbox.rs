@@ -28,7 +28,9 @@
 //! thread) have. A descriptor the worker must keep (a socket a future transport passes at
 //! start) goes into [`KEPT_DESCRIPTORS`]. Mapping a descriptor received over a socket needs
 //! `recvmsg` and `fstat`, which are listed for that reason; `mmap` is allowed for any
-//! descriptor already. `cargo test -p runx-worker sandbox` runs every engine under the filter.
+//! descriptor already. The pool-based conformance tests (`cargo test -p runx-worker`) and
+//! `runx harness skill-fixtures` run real workers of each engine under the filter; `strace -f`
+//! of a run shows the call a worker died on (its last line before `killed by SIGSYS`).
 
 use crate::engine::MemoryCap;
 use seccompiler::{
