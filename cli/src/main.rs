@@ -60,7 +60,11 @@ enum Command {
     Serve(serve_cmd::ServeArgs),
     /// The worker process (started by runx itself).
     #[command(name = "__worker", hide = true)]
-    Worker,
+    Worker {
+        /// Serve without the seccomp filter where the kernel cannot install it.
+        #[arg(long)]
+        allow_no_seccomp: bool,
+    },
 }
 
 #[derive(clap::Args)]
@@ -133,8 +137,11 @@ fn main() -> ExitCode {
             return ExitCode::from(code);
         }
     };
-    if let Command::Worker = cli.command {
-        let code = workers::worker_main(cli.engine.as_deref().unwrap_or(DEFAULT_ENGINE));
+    if let Command::Worker { allow_no_seccomp } = cli.command {
+        let code = workers::worker_main(
+            cli.engine.as_deref().unwrap_or(DEFAULT_ENGINE),
+            allow_no_seccomp,
+        );
         return ExitCode::from(u8::try_from(code).unwrap_or(2));
     }
     if let Some(engine) = &cli.engine
@@ -170,7 +177,7 @@ fn main() -> ExitCode {
         }
         Command::Receipt(command) => receipt_cmd::run(command),
         Command::Serve(args) => serve_cmd::run(engine, args),
-        Command::Worker => ExitCode::SUCCESS,
+        Command::Worker { .. } => ExitCode::SUCCESS,
     }
 }
 
@@ -299,6 +306,13 @@ fn report(o: &RunOutcome, as_json: bool) {
                 stderr.kept.len()
             );
         }
+    }
+    if o.log.truncated() {
+        errln!(
+            "[runx: {} more bytes of console output were dropped; a run keeps at most {} bytes]",
+            o.log.dropped_bytes,
+            runx_runtime::limits::LOG_BYTES.default
+        );
     }
     match &o.result {
         Ok(out) => {

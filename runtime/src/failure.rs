@@ -12,7 +12,7 @@ use crate::limits::LimitDef;
 use crate::profile::ProfileError;
 use crate::subprocess::SubprocessError;
 use runx_worker::bundle::BundleError;
-use runx_worker::failure::{Failure, FailureCode};
+use runx_worker::failure::{Failure, FailureCode, bound_message};
 use serde::{Deserialize, Serialize};
 
 /// What kind of thing went wrong. Serialized as its snake_case [`name`](FailureKind::name).
@@ -152,11 +152,14 @@ pub struct RunError {
 
 impl RunError {
     /// A failure of `kind` with `code` and `message`.
+    /// The message is bounded to [`runx_worker::failure::MESSAGE_BYTES`] (cut at a character boundary, marked with
+    /// its full length), like every message that crosses the worker boundary: a failure that
+    /// quotes what a module or process said never makes a huge receipt.
     pub fn new(kind: FailureKind, code: impl Into<String>, message: impl Into<String>) -> RunError {
         RunError {
             kind,
             code: code.into(),
-            message: message.into(),
+            message: bound_message(message.into()),
         }
     }
 
@@ -182,7 +185,7 @@ impl RunError {
     /// The same failure with `context` put in front of its message (a page, a case).
     pub fn context(self, context: impl std::fmt::Display) -> RunError {
         RunError {
-            message: format!("{context}: {}", self.message),
+            message: bound_message(format!("{context}: {}", self.message)),
             ..self
         }
     }
@@ -281,6 +284,7 @@ impl From<SubprocessError> for RunError {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use runx_worker::failure::MESSAGE_BYTES;
     use runx_worker::limits::Limit;
 
     #[test]
@@ -305,6 +309,21 @@ mod tests {
         assert_eq!(FailureKind::Profile.exit_code(), 64);
         assert_eq!(FailureKind::Interrupted.exit_code(), 130);
         assert_eq!(FailureKind::ResourceLimit.exit_code(), 1);
+    }
+
+    #[test]
+    fn messages_are_bounded() {
+        let e = RunError::new(FailureKind::Exit, "exit_1", "x".repeat(10 << 20));
+        assert!(e.message.len() <= MESSAGE_BYTES);
+        assert!(
+            e.message.contains("10485760 bytes in total"),
+            "{}",
+            &e.message[16000..]
+        );
+        let e = RunError::new(FailureKind::Exit, "exit_1", "x".repeat(MESSAGE_BYTES))
+            .context("page 3 (byte offset 9)");
+        assert!(e.message.len() <= MESSAGE_BYTES);
+        assert!(e.message.starts_with("page 3"));
     }
 
     #[test]

@@ -99,11 +99,17 @@ pub const STACK_BYTES: LimitDef = LimitDef::worker(
     Unit::Bytes,
     "the native stack JavaScript recursion may use",
 );
-/// Bytes of console output kept per call.
+/// Bytes of console output kept per run.
 pub const LOG_BYTES: LimitDef = LimitDef::worker(
     Limit::LogBytes,
     Unit::Bytes,
-    "console output kept per call (the rest is counted as dropped)",
+    "console output kept per run, every page of a paged run together, line breaks included (the rest is counted as dropped)",
+);
+/// Levels of nested objects and arrays in an output.
+pub const OUTPUT_DEPTH: LimitDef = LimitDef::worker(
+    Limit::OutputDepth,
+    Unit::Count,
+    "levels of objects and arrays the output of one javascript call may nest",
 );
 /// Wall-clock time of one javascript call.
 pub const JS_WALL: LimitDef = LimitDef {
@@ -298,9 +304,10 @@ pub const PRINTED_TEXT_BYTES: LimitDef = LimitDef::fixed(
 );
 
 /// Every limit, for documentation and `runx skill inspect`.
-pub const CATALOGUE: [&LimitDef; 30] = [
+pub const CATALOGUE: [&LimitDef; 31] = [
     &INPUT_BYTES,
     &OUTPUT_BYTES,
+    &OUTPUT_DEPTH,
     &SOURCE_BYTES,
     &HEAP_BYTES,
     &STACK_BYTES,
@@ -373,6 +380,7 @@ pub fn for_runner(runner: &Runner) -> AppliedLimits {
             for def in [
                 &INPUT_BYTES,
                 &OUTPUT_BYTES,
+                &OUTPUT_DEPTH,
                 &SOURCE_BYTES,
                 &HEAP_BYTES,
                 &STACK_BYTES,

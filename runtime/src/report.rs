@@ -255,14 +255,14 @@ mod tests {
             level: "log".into(),
             message: m,
         };
-        let log = ConsoleLog {
-            lines: vec![
-                line("x".repeat(budget() - 10)),
-                line("y".repeat(20)),
-                line("z".into()),
-            ],
-            dropped_bytes: 7,
-        };
+        // As a log from a worker arrives: its lines and dropped count, nothing else.
+        let mut log = ConsoleLog::default();
+        log.lines = vec![
+            line("x".repeat(budget() - 10)),
+            line("y".repeat(20)),
+            line("z".into()),
+        ];
+        log.dropped_bytes = 7;
         let v = console_json(&log);
         assert_eq!(v["line_count"], 3);
         assert_eq!(v["lines"].as_array().map(Vec::len), Some(1));

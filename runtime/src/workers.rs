@@ -113,26 +113,44 @@ pub fn check_engine(name: &str) -> Result<(), String> {
         .map_err(|e| e.to_string())
 }
 
+/// Environment variable that lets workers serve where the kernel cannot install their seccomp
+/// filter (`1`); without it such a worker refuses to start.
+pub const ALLOW_NO_SECCOMP_ENV: &str = "RUNX_ALLOW_NO_SECCOMP";
+
 /// Runs this process as a worker with the engine `engine` (the hidden `runx __worker`), and
 /// returns its exit code.
-pub fn worker_main(engine: &str) -> i32 {
-    runx_worker::serve::worker_main_with(engine)
+pub fn worker_main(engine: &str, allow_no_seccomp: bool) -> i32 {
+    let options = runx_worker::sandbox::SandboxOptions { allow_no_seccomp };
+    runx_worker::serve::worker_main_with_options(engine, options)
+}
+
+/// `command` with the sandbox options the caller's environment asks for.
+fn with_sandbox_options(command: WorkerCommand) -> WorkerCommand {
+    match std::env::var(ALLOW_NO_SECCOMP_ENV) {
+        Ok(v) if v == "1" => command.arg(runx_worker::sandbox::ALLOW_NO_SECCOMP),
+        _ => command,
+    }
 }
 
 /// The worker for a process that is itself a worker executable (`runx`): `RUNX_WORKER` when
-/// set, else the current executable with its `__worker` subcommand.
+/// set, else the current executable with its `__worker` subcommand; with
+/// `--allow-no-seccomp` when `RUNX_ALLOW_NO_SECCOMP=1`.
 pub fn current_exe_worker() -> WorkerCommand {
     if let Some(p) = std::env::var_os(WORKER_ENV) {
-        return WorkerCommand::new(p);
+        return with_sandbox_options(WorkerCommand::new(p));
     }
     let exe = std::env::current_exe().unwrap_or_else(|_| PathBuf::from("runx"));
-    WorkerCommand::new(exe).arg("__worker")
+    with_sandbox_options(WorkerCommand::new(exe).arg("__worker"))
 }
 
 /// The worker for an embedding program: `RUNX_WORKER` when set, else `runx-worker` next to the
 /// current executable, else (cargo's test binaries sit one directory below) `runx-worker` or
 /// `runx __worker` one directory up, else the current executable's `__worker` subcommand.
 pub fn discover_worker() -> WorkerCommand {
+    with_sandbox_options(find_worker())
+}
+
+fn find_worker() -> WorkerCommand {
     if let Some(p) = std::env::var_os(WORKER_ENV) {
         return WorkerCommand::new(p);
     }

@@ -41,7 +41,9 @@ pub enum BundleError {
         reason: String,
     },
     /// The bundle's source is larger than the limit.
-    #[error("the module closure holds {bytes} bytes of source; the limit is {limit} bytes")]
+    #[error(
+        "the module closure holds {bytes} bytes of source and module paths; the limit is {limit} bytes"
+    )]
     TooLarge {
         /// Bytes of source collected so far.
         bytes: usize,
@@ -91,10 +93,19 @@ impl ModuleBundle {
         format!("sha256:{}", hex::encode(h.finalize()))
     }
 
-    /// Total bytes of source.
+    /// Bytes the bundle counts against the source limit: every module's source and its path.
+    /// Paths count, so a bundle of many empty modules with long names is as large as it looks.
     pub fn source_bytes(&self) -> usize {
-        self.modules.values().map(String::len).sum()
+        self.modules
+            .iter()
+            .map(|(path, source)| module_cost(path, source))
+            .sum()
     }
+}
+
+/// What one module counts against the source limit.
+fn module_cost(path: &str, source: &str) -> usize {
+    path.len() + source.len()
 }
 
 /// Collects the static import closure of `entry` (a path relative to `root`).
@@ -188,7 +199,13 @@ impl CollectState {
             path: path.to_string(),
             reason,
         };
-        let so_far = self.modules.values().map(String::len).sum::<usize>();
+        // Paths count too (they travel with the source); see [`module_cost`].
+        let so_far = self
+            .modules
+            .iter()
+            .map(|(p, s)| module_cost(p, s))
+            .sum::<usize>()
+            + path.len();
         let left = self.limit.saturating_sub(so_far) as u64;
         let bytes = self.scope.read(path, left).map_err(|e| match e {
             ScopeError::TooLarge { bytes, .. } => BundleError::TooLarge {
@@ -202,6 +219,13 @@ impl CollectState {
         })?;
         let text =
             String::from_utf8(bytes).map_err(|_| file_err("is not valid UTF-8".to_string()))?;
+        let total = so_far + text.len();
+        if total > self.limit {
+            return Err(BundleError::TooLarge {
+                bytes: total,
+                limit: self.limit,
+            });
+        }
         self.modules.insert(path.to_string(), text.clone());
         Ok(text)
     }

@@ -111,17 +111,29 @@ fn receive_one(channel: &UnixStream) -> Result<(u64, Option<OwnedFd>), String> {
 /// hand, or by a host that predates the channel, has none.
 #[allow(unsafe_code)]
 pub fn inherited() -> Option<UnixStream> {
-    // SAFETY: `fstat` writes only into the local `stat` buffer; on a descriptor that is not
-    // open it fails with EBADF and touches nothing.
-    let mut st: libc::stat = unsafe { std::mem::zeroed() };
-    // SAFETY: see above; `st` is a valid, writable `stat`.
-    let rc = unsafe { libc::fstat(WORKER_FD, &mut st) };
-    if rc != 0 || st.st_mode & libc::S_IFMT != libc::S_IFSOCK {
+    let st = fd_stat(WORKER_FD).ok()?;
+    if st.st_mode & libc::S_IFMT != libc::S_IFSOCK {
         return None;
     }
     // SAFETY: fd 3 is open (fstat succeeded) and is a socket the host created for this process;
     // nothing else in the worker uses it, so ownership moves here.
     Some(unsafe { UnixStream::from_raw_fd(WORKER_FD) })
+}
+
+/// `fstat` of an open descriptor, made as the `fstat` system call itself. The C library's
+/// `fstat` (and Rust's `File::metadata`) may use `newfstatat` or `statx`, which also look up
+/// paths and which the worker's seccomp filter therefore answers with `EACCES`.
+#[allow(unsafe_code)]
+pub fn fd_stat(fd: RawFd) -> io::Result<libc::stat> {
+    // SAFETY: the zeroed `stat` is a valid value of a plain C struct.
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    // SAFETY: the `fstat` system call writes only into `st`, a valid, writable `stat`; on a
+    // descriptor that is not open it fails with EBADF and writes nothing.
+    let rc = unsafe { libc::syscall(libc::SYS_fstat, fd, &mut st as *mut libc::stat) };
+    if rc != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(st)
 }
 
 #[cfg(test)]

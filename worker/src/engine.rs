@@ -49,44 +49,148 @@ pub struct LogLine {
     pub message: String,
 }
 
-/// The console output of a call, bounded by [`Limits::log_bytes`].
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+/// The console output of a call or a run, bounded by [`Limits::log_bytes`].
+///
+/// Every line counts its text and one line break against the bound, so empty lines are not
+/// free. Lines are kept in order until one does not fit; from then on every line is dropped
+/// and only counted, so what is kept is always a prefix of what was written. Appending is
+/// constant time.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct ConsoleLog {
     /// The lines kept.
     pub lines: Vec<LogLine>,
-    /// Bytes written after the bound was reached (dropped).
+    /// Bytes written after the bound was reached (dropped), line breaks included.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub dropped_bytes: u64,
+    /// Bytes the kept lines count against the bound.
+    #[serde(skip)]
+    kept_bytes: usize,
 }
 
 fn is_zero(n: &u64) -> bool {
     *n == 0
 }
 
+/// Two logs are equal when they hold the same lines and dropped the same bytes.
+impl PartialEq for ConsoleLog {
+    fn eq(&self, other: &ConsoleLog) -> bool {
+        self.lines == other.lines && self.dropped_bytes == other.dropped_bytes
+    }
+}
+
+impl Eq for ConsoleLog {}
+
 impl ConsoleLog {
-    /// Appends a line unless the bound is reached; past it, counts what was dropped and adds a
-    /// single truncation marker.
+    /// Appends a line if it fits within `bound` bytes, else counts it as dropped.
     pub fn push(&mut self, level: &str, message: &str, bound: usize) {
-        let used: usize = self.lines.iter().map(|l| l.message.len()).sum();
-        if self.dropped_bytes == 0 && used + message.len() <= bound {
-            self.lines.push(LogLine {
-                level: level.to_string(),
-                message: message.to_string(),
-            });
-            return;
+        if self.fits(message, bound) {
+            self.keep(level.to_string(), message.to_string());
         }
-        if self.dropped_bytes == 0 {
-            self.lines.push(LogLine {
-                level: "warn".to_string(),
-                message: format!("[runx: console log truncated at {bound} bytes]"),
-            });
+    }
+
+    /// Appends the lines of `other` (another call of the same run) under one `bound` for both,
+    /// and adds up what each dropped.
+    pub fn absorb(&mut self, other: ConsoleLog, bound: usize) {
+        for line in other.lines {
+            if self.fits(&line.message, bound) {
+                self.keep(line.level, line.message);
+            }
         }
-        self.dropped_bytes += message.len() as u64;
+        self.dropped_bytes += other.dropped_bytes;
+    }
+
+    /// What is left of `bound` for further lines: 0 once anything was dropped.
+    pub fn remaining(&self, bound: usize) -> usize {
+        if self.truncated() {
+            return 0;
+        }
+        bound.saturating_sub(self.kept_bytes())
+    }
+
+    /// Bytes the kept lines count against the bound (each line's text plus a line break).
+    pub fn kept_bytes(&self) -> usize {
+        // A log received from a worker arrives without its count.
+        if self.kept_bytes == 0 && !self.lines.is_empty() {
+            return self.lines.iter().map(|l| l.message.len() + 1).sum();
+        }
+        self.kept_bytes
     }
 
     /// Whether the bound was reached.
     pub fn truncated(&self) -> bool {
         self.dropped_bytes > 0
+    }
+
+    fn fits(&mut self, message: &str, bound: usize) -> bool {
+        let cost = message.len() + 1;
+        if self.kept_bytes == 0 && !self.lines.is_empty() {
+            self.kept_bytes = self.kept_bytes();
+        }
+        if !self.truncated() && self.kept_bytes + cost <= bound {
+            return true;
+        }
+        self.dropped_bytes += cost as u64;
+        false
+    }
+
+    fn keep(&mut self, level: String, message: String) {
+        self.kept_bytes += message.len() + 1;
+        self.lines.push(LogLine { level, message });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_byte_counts_and_what_is_kept_is_a_prefix() {
+        let mut log = ConsoleLog::default();
+        for _ in 0..10 {
+            log.push("log", "", 4);
+        }
+        assert_eq!(log.lines.len(), 4, "an empty line costs its line break");
+        assert_eq!(log.dropped_bytes, 6);
+        assert_eq!(log.remaining(4), 0);
+        let mut log = ConsoleLog::default();
+        log.push("log", "abc", 10);
+        log.push("log", "0123456789", 10);
+        log.push("log", "x", 10);
+        assert_eq!(
+            log.lines.len(),
+            1,
+            "nothing after the first line that did not fit"
+        );
+        assert_eq!(log.dropped_bytes, 11 + 2);
+    }
+
+    #[test]
+    fn absorbed_logs_share_one_bound() {
+        let mut run = ConsoleLog::default();
+        for _ in 0..3 {
+            let mut call = ConsoleLog::default();
+            call.push("log", "12345", run.remaining(14));
+            call.push("log", "", run.remaining(14));
+            let wire: ConsoleLog =
+                serde_json::from_slice(&serde_json::to_vec(&call).unwrap()).unwrap();
+            run.absorb(wire, 14);
+        }
+        assert_eq!(run.kept_bytes(), 14);
+        assert_eq!(run.lines.len(), 4);
+        assert_eq!(run.dropped_bytes, 7);
+        assert!(run.truncated());
+        assert_eq!(run.remaining(14), 0);
+    }
+
+    #[test]
+    fn a_million_empty_lines_are_counted() {
+        // With the old quadratic append this took minutes; it must take milliseconds.
+        let mut log = ConsoleLog::default();
+        for _ in 0..1_000_000 {
+            log.push("log", "", 64 * 1024);
+        }
+        assert_eq!(log.lines.len(), 64 * 1024);
+        assert_eq!(log.dropped_bytes, 1_000_000 - 64 * 1024);
     }
 }
 

@@ -1,7 +1,32 @@
 //! Typed call failures: one stable code, an optional limit, a human message.
+//!
+//! A message is bounded ([`MESSAGE_BYTES`]): a module that throws a 20 MB string gets a failure
+//! whose message holds the first 16 KiB of it and says how long it was, never a 20 MB frame, a
+//! 20 MB receipt or a worker that cannot answer.
 
 use crate::limits::{Limit, Limits};
 use serde::{Deserialize, Serialize};
+
+/// The most bytes of a failure message that cross the worker boundary or land in a receipt,
+/// truncation marker included.
+pub const MESSAGE_BYTES: usize = 16 * 1024;
+
+/// `message` cut to at most [`MESSAGE_BYTES`] at a character boundary; a cut message ends with
+/// a marker giving the full length in bytes.
+pub fn bound_message(mut message: String) -> String {
+    if message.len() <= MESSAGE_BYTES {
+        return message;
+    }
+    let total = message.len();
+    let marker = format!(" [message truncated: {total} bytes in total]");
+    let mut cut = MESSAGE_BYTES - marker.len();
+    while !message.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    message.truncate(cut);
+    message.push_str(&marker);
+    message
+}
 
 /// The stable machine-readable failure codes of a call.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -69,7 +94,7 @@ impl Failure {
         Failure {
             code,
             limit: None,
-            message: message.into(),
+            message: bound_message(message.into()),
             worker_reusable: true,
         }
     }
@@ -79,9 +104,49 @@ impl Failure {
         Failure {
             code: FailureCode::ResourceLimit,
             limit: Some(limit),
-            message: message.into(),
+            message: bound_message(message.into()),
             worker_reusable: true,
         }
+    }
+
+    /// The same failure with its message bounded; applied to every failure that crosses the
+    /// worker boundary, in either direction, whoever built it.
+    pub fn bounded(mut self) -> Failure {
+        self.message = bound_message(self.message);
+        self
+    }
+
+    /// The failure for a return value the prelude's `encode` refused: `code` is
+    /// `output_depth` or `output_rejected`, and `message` names the offending path.
+    pub fn unencodable(code: &str, message: &str, limits: &Limits) -> Failure {
+        if code == Limit::OutputDepth.name() {
+            return Failure::limit(
+                Limit::OutputDepth,
+                format!(
+                    "{message}: the output_depth limit is {} levels",
+                    limits.output_depth
+                ),
+            );
+        }
+        Failure::new(
+            FailureCode::OutputRejected,
+            format!("the export's return value cannot be encoded as JSON: {message}"),
+        )
+    }
+
+    /// `Ok` when an encoded output of `len` bytes fits `limits`, else the `output_bytes`
+    /// failure.
+    pub fn check_output(len: usize, limits: &Limits) -> Result<(), Failure> {
+        if len <= limits.output_bytes {
+            return Ok(());
+        }
+        Err(Failure::limit(
+            Limit::OutputBytes,
+            format!(
+                "the output is {len} bytes of JSON; the limit is {} bytes",
+                limits.output_bytes
+            ),
+        ))
     }
 
     /// The `resource_limit` failure for a call that went past `limit`, with the one message
@@ -96,6 +161,9 @@ impl Failure {
             Limit::StackBytes => format!(
                 "the call exceeded the JavaScript stack limit of {value} bytes (runaway recursion?)"
             ),
+            Limit::OutputDepth => {
+                format!("the output nests deeper than its limit of {value} levels")
+            }
             other => format!("the call exceeded its {other} limit of {value}"),
         };
         Failure::limit(limit, message)
@@ -156,5 +224,36 @@ impl Failure {
             Some(l) => format!("{}/{}", self.code, l),
             None => self.code.to_string(),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn long_messages_are_cut_with_their_length() {
+        let short = "x".repeat(MESSAGE_BYTES);
+        assert_eq!(bound_message(short.clone()), short);
+        // A multi-byte character straddles the cut: the cut moves back to its start.
+        let long = "é".repeat(MESSAGE_BYTES);
+        let cut = bound_message(long.clone());
+        assert!(cut.len() <= MESSAGE_BYTES, "{}", cut.len());
+        assert!(cut.starts_with("ééé"));
+        assert!(
+            cut.ends_with(&format!(
+                "[message truncated: {} bytes in total]",
+                long.len()
+            )),
+            "{}",
+            &cut[cut.len() - 60..]
+        );
+        let f = Failure::new(FailureCode::ExecutionFailed, "y".repeat(20 << 20));
+        assert!(f.message.len() <= MESSAGE_BYTES);
+        let raw = Failure {
+            message: "z".repeat(MESSAGE_BYTES + 1),
+            ..f
+        };
+        assert!(raw.bounded().message.len() <= MESSAGE_BYTES);
     }
 }

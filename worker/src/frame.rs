@@ -132,7 +132,17 @@ mod tests {
         assert!(split_payload(&[0, 0]).is_err());
     }
 
+    /// Cases per property: modest in CI; `PROPTEST_CASES` sets a long run's count.
+    fn cases() -> u32 {
+        std::env::var("PROPTEST_CASES")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(256)
+    }
+
     proptest! {
+        #![proptest_config(ProptestConfig::with_cases(cases()))]
+
         #[test]
         fn frames_round_trip(header in proptest::collection::vec(any::<u8>(), 0..300),
                              tail in proptest::collection::vec(any::<u8>(), 0..3000)) {
@@ -152,6 +162,51 @@ mod tests {
             while let Ok(Some(p)) = read_frame(&mut r) {
                 let _ = split_payload(&p);
             }
+        }
+
+        /// A stream is split exactly at its declared lengths: frames come back whole and in
+        /// order, a length past the maximum is refused before any allocation, and a stream cut
+        /// short is an error, never a short frame.
+        #[test]
+        fn streams_split_at_declared_lengths(
+            frames in proptest::collection::vec(proptest::collection::vec(any::<u8>(), 0..200), 0..6),
+            cut in any::<prop::sample::Index>(),
+            huge in (MAX_FRAME_BYTES as u32 + 1)..=u32::MAX,
+        ) {
+            let mut stream = Vec::new();
+            for f in &frames {
+                stream.extend_from_slice(&(f.len() as u32).to_be_bytes());
+                stream.extend_from_slice(f);
+            }
+            let mut r: &[u8] = &stream;
+            for f in &frames {
+                prop_assert_eq!(read_frame(&mut r).unwrap(), Some(f.clone()));
+            }
+            prop_assert!(read_frame(&mut r).unwrap().is_none());
+            if !stream.is_empty() {
+                let at = cut.index(stream.len());
+                let ends_on_boundary = {
+                    let mut pos = 0;
+                    let mut on = at == 0;
+                    for f in &frames {
+                        pos += 4 + f.len();
+                        on |= pos == at;
+                    }
+                    on
+                };
+                let mut r: &[u8] = &stream[..at];
+                let mut outcome = Ok(());
+                loop {
+                    match read_frame(&mut r) {
+                        Ok(Some(_)) => {}
+                        Ok(None) => break,
+                        Err(e) => { outcome = Err(e); break; }
+                    }
+                }
+                prop_assert_eq!(outcome.is_ok(), ends_on_boundary);
+            }
+            let mut r: &[u8] = &huge.to_be_bytes();
+            prop_assert!(matches!(read_frame(&mut r), Err(FrameError::TooLarge(_))), "oversize length accepted");
         }
     }
 }

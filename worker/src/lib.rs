@@ -8,7 +8,9 @@
 //!   `v8`, V8 through deno_core.
 //! - [`bundle`] and [`specifier`]: the module closure and the one rule for what an import may name.
 //! - [`frame`] and [`protocol`]: length-prefixed frames between host and worker.
-//! - [`serve`]: the worker process loop (`runx __worker`, or the `runx-worker` binary).
+//! - [`serve`]: the worker process loop (`runx __worker`, or the `runx-worker` binary);
+//!   [`sandbox`]: how a worker process confines itself before it serves (descriptors,
+//!   privileges, rlimits, the seccomp allow-list).
 //! - [`pool`] and [`process`]: supervised worker processes on the host side; [`cancel`]: stopping
 //!   one call (its worker is killed) or everything at once; [`descriptor`]: the channel page
 //!   descriptors travel on.
@@ -57,6 +59,7 @@ pub mod pool;
 pub mod process;
 pub mod protocol;
 pub mod quickjs;
+pub mod sandbox;
 pub mod scope;
 pub mod serve;
 pub mod specifier;

@@ -27,9 +27,23 @@ pub enum Limit {
     WallMilliseconds,
     /// Size of the captured console log.
     LogBytes,
+    /// Levels of nested objects and arrays in the output.
+    OutputDepth,
 }
 
 impl Limit {
+    /// Every limit of a call.
+    pub const ALL: [Limit; 8] = [
+        Limit::InputBytes,
+        Limit::OutputBytes,
+        Limit::SourceBytes,
+        Limit::HeapBytes,
+        Limit::StackBytes,
+        Limit::WallMilliseconds,
+        Limit::LogBytes,
+        Limit::OutputDepth,
+    ];
+
     /// The stable snake_case name of the limit.
     pub const fn name(self) -> &'static str {
         match self {
@@ -40,6 +54,7 @@ impl Limit {
             Limit::StackBytes => "stack_bytes",
             Limit::WallMilliseconds => "wall_milliseconds",
             Limit::LogBytes => "log_bytes",
+            Limit::OutputDepth => "output_depth",
         }
     }
 }
@@ -66,8 +81,17 @@ pub struct Limits {
     pub stack_bytes: usize,
     /// Milliseconds of wall-clock time for the call.
     pub wall_milliseconds: u64,
-    /// Bytes of console log kept before the truncation marker.
+    /// Bytes of console log kept (every line's text and its line break); the rest is counted
+    /// as dropped. Zero keeps nothing, which is how the last pages of a paged run whose log is
+    /// full are called.
     pub log_bytes: usize,
+    /// Levels of objects and arrays the output may nest (the top-level object is level 1).
+    #[serde(default = "default_output_depth")]
+    pub output_depth: usize,
+}
+
+fn default_output_depth() -> usize {
+    Limits::CEILING.output_depth
 }
 
 /// Shortest wall a runner may declare, in seconds.
@@ -77,7 +101,9 @@ pub const MAX_TIMEOUT_SECONDS: u64 = 30;
 
 impl Limits {
     /// The defaults, which are also the ceiling: input, output and source 4 MiB, heap 64 MiB,
-    /// stack 1 MiB, wall 2 s, console log 64 KiB.
+    /// stack 1 MiB, wall 2 s, console log 64 KiB, output nesting 100 levels. The host parses
+    /// every output with a JSON reader that stops at 128 levels; 100 leaves room for the
+    /// envelope a paged run puts around its state.
     pub const CEILING: Limits = Limits {
         input_bytes: 4 * MIB,
         output_bytes: 4 * MIB,
@@ -86,6 +112,7 @@ impl Limits {
         stack_bytes: MIB,
         wall_milliseconds: 2_000,
         log_bytes: 64 * 1024,
+        output_depth: 100,
     };
 
     /// The wall a call may be given at most (the declared `timeout_seconds` ceiling).
@@ -112,7 +139,29 @@ impl Limits {
             stack_bytes: self.stack_bytes.min(c.stack_bytes),
             wall_milliseconds: self.wall_milliseconds.clamp(1, MAX_TIMEOUT_SECONDS * 1000),
             log_bytes: self.log_bytes.min(c.log_bytes),
+            output_depth: self.output_depth.min(c.output_depth),
         }
+    }
+
+    /// `Ok` when every limit lies within its range: at least 1 (the console log may be 0) and at
+    /// most the ceiling (the wall at most [`MAX_TIMEOUT_SECONDS`]). A worker refuses a call
+    /// whose limits are not, as `invalid_request`: zero never means "unlimited".
+    pub fn check(&self) -> Result<(), String> {
+        let c = Limits::CEILING;
+        for limit in Limit::ALL {
+            let value = self.value(limit);
+            let (min, max) = match limit {
+                Limit::LogBytes => (0, c.value(limit)),
+                Limit::WallMilliseconds => (1, MAX_TIMEOUT_SECONDS * 1000),
+                _ => (1, c.value(limit)),
+            };
+            if value < min || value > max {
+                return Err(format!(
+                    "the limit {limit} is {value}; it must lie between {min} and {max}"
+                ));
+            }
+        }
+        Ok(())
     }
 
     /// The wall as a duration.
@@ -130,23 +179,13 @@ impl Limits {
             Limit::StackBytes => self.stack_bytes as u64,
             Limit::WallMilliseconds => self.wall_milliseconds,
             Limit::LogBytes => self.log_bytes as u64,
+            Limit::OutputDepth => self.output_depth as u64,
         }
     }
 
     /// All limits with their names and values, for receipts and `inspect`.
     pub fn entries(&self) -> Vec<(Limit, u64)> {
-        [
-            Limit::InputBytes,
-            Limit::OutputBytes,
-            Limit::SourceBytes,
-            Limit::HeapBytes,
-            Limit::StackBytes,
-            Limit::WallMilliseconds,
-            Limit::LogBytes,
-        ]
-        .into_iter()
-        .map(|l| (l, self.value(l)))
-        .collect()
+        Limit::ALL.into_iter().map(|l| (l, self.value(l))).collect()
     }
 }
 
@@ -170,6 +209,46 @@ mod tests {
         let n = wide.narrow();
         assert_eq!(n.input_bytes, Limits::CEILING.input_bytes);
         assert_eq!(n.wall_milliseconds, 30_000);
+    }
+
+    #[test]
+    fn zero_and_values_above_the_ceiling_are_refused() {
+        assert!(Limits::CEILING.check().is_ok());
+        let zero_log = Limits {
+            log_bytes: 0,
+            ..Limits::CEILING
+        };
+        assert!(
+            zero_log.check().is_ok(),
+            "an empty console budget is a budget"
+        );
+        for limit in Limit::ALL {
+            let mut wide = Limits::CEILING;
+            let mut zero = Limits::CEILING;
+            let set = |l: &mut Limits, v: u64| match limit {
+                Limit::InputBytes => l.input_bytes = v as usize,
+                Limit::OutputBytes => l.output_bytes = v as usize,
+                Limit::SourceBytes => l.source_bytes = v as usize,
+                Limit::HeapBytes => l.heap_bytes = v as usize,
+                Limit::StackBytes => l.stack_bytes = v as usize,
+                Limit::WallMilliseconds => l.wall_milliseconds = v,
+                Limit::LogBytes => l.log_bytes = v as usize,
+                Limit::OutputDepth => l.output_depth = v as usize,
+            };
+            let above = match limit {
+                Limit::WallMilliseconds => 30_001,
+                _ => Limits::CEILING.value(limit) + 1,
+            };
+            set(&mut wide, above);
+            let e = wide.check().expect_err("above the ceiling");
+            assert!(e.contains(limit.name()), "{e}");
+            set(&mut zero, 0);
+            assert_eq!(
+                zero.check().is_ok(),
+                limit == Limit::LogBytes,
+                "{limit} = 0"
+            );
+        }
     }
 
     #[test]

@@ -1,17 +1,27 @@
 //! The pool: N worker processes, started lazily, reused, replaced within a restart budget.
 //!
-//! [`Pool::call`] is blocking and thread-safe. A call is retried on another worker only when it
-//! cannot have started (the request never reached the worker), or when the caller marked it
-//! idempotent. [`Pool::call_cancellable`] runs a call under a [`CancelToken`]: cancelling it
-//! kills the worker running that call (and only that one), which is replaced without spending
-//! the restart budget.
+//! [`Pool::call`] is blocking and thread-safe. A typed failure, which the module itself
+//! produced, is never retried. A call is retried on another worker only when it cannot have
+//! started (the request never reached the worker), or when its worker was lost mid-call and the
+//! caller marked it idempotent.
+//!
+//! The restart budget counts *losses*, and a loss is charged to whoever caused it: a worker lost
+//! while running a module counts against that module's bundle, a worker that dies idle or
+//! cannot start counts against the pool. So a module that keeps crashing its workers ends up
+//! refused on its own, and every other module (another package's cases in one harness run)
+//! keeps its workers. Retiring a worker on purpose (after a timeout, or a failure that says the
+//! worker cannot serve again) is not a loss and spends no budget.
+//!
+//! [`Pool::call_cancellable`] runs a call under a [`CancelToken`]: cancelling it kills the
+//! worker running that call (and only that one); that worker is retired, not lost, so its
+//! replacement spends no budget.
 
 use crate::cancel::CancelToken;
 use crate::engine::ConsoleLog;
 use crate::failure::{Failure, FailureCode};
 use crate::limits::Limit;
 use crate::process::{Call, InvokeError, Reply, WorkerCommand, WorkerProcess, kill_group};
-use std::collections::{HashSet, VecDeque};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
@@ -29,7 +39,8 @@ pub struct PoolConfig {
     pub startup_timeout: Duration,
     /// Extra time after a call's wall before the host kills the worker.
     pub grace: Duration,
-    /// Replacements allowed within `restart_window`.
+    /// Losses allowed within `restart_window`, for the pool and for each module bundle; one
+    /// more and the pool (or that bundle) gets no new worker until the window moves on.
     pub restart_budget: usize,
     /// The window of the restart budget.
     pub restart_window: Duration,
@@ -38,7 +49,7 @@ pub struct PoolConfig {
 }
 
 impl PoolConfig {
-    /// Defaults: one worker per CPU, 5 s startup, 500 ms grace, 3 restarts per minute, 50 ms
+    /// Defaults: one worker per CPU, 5 s startup, 100 ms grace, 3 losses per minute, 50 ms
     /// backoff.
     pub fn new(command: WorkerCommand) -> PoolConfig {
         let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
@@ -46,7 +57,9 @@ impl PoolConfig {
             command,
             size: cpus.clamp(1, MAX_WORKERS),
             startup_timeout: Duration::from_secs(5),
-            grace: Duration::from_millis(500),
+            // The worker stops a call at its wall itself; the kill is for one that cannot (a
+            // long native builtin), and should follow the wall closely.
+            grace: Duration::from_millis(100),
             restart_budget: 3,
             restart_window: Duration::from_secs(60),
             backoff: Duration::from_millis(50),
@@ -109,13 +122,10 @@ struct State {
     idle: Vec<WorkerProcess>,
     /// Workers alive or being started, idle or busy.
     live: usize,
-    /// Workers ever started (the first `size` are not replacements).
-    started: usize,
-    /// Workers killed because their call was cancelled: their replacements are owed, not
-    /// restarts, and spend no budget.
-    excused: usize,
-    /// When replacements happened, within the window.
-    restarts: VecDeque<Instant>,
+    /// When workers were lost outside any call (died idle, could not start), within the window.
+    losses: VecDeque<Instant>,
+    /// When workers were lost while running a bundle, by bundle digest, within the window.
+    crashes: HashMap<String, VecDeque<Instant>>,
     /// Why the last worker was lost.
     last_loss: Option<String>,
     /// Process ids of every live worker, for [`Pool::kill_all`].
@@ -154,15 +164,19 @@ impl Pool {
     }
 
     /// Runs one call on a worker, blocking until it ends or `cancel` is cancelled: then the
-    /// worker running it is killed (its replacement spends no restart budget) and the call
-    /// fails `interrupted`. A call cancelled before it reaches a worker never starts.
+    /// worker running it is killed (and retired: its replacement spends no restart budget) and
+    /// the call fails `interrupted`. A call cancelled before it reaches a worker never starts.
     pub fn call_cancellable(&self, call: &Call, cancel: &CancelToken) -> Result<Reply, CallError> {
-        // A call too large for its limits never reaches a worker.
-        Failure::check_input(call.input_bytes(), &call.limits.narrow())?;
+        // A call the worker would refuse never reaches one.
+        call.limits
+            .check()
+            .map_err(|why| Failure::new(FailureCode::InvalidRequest, why))?;
+        Failure::check_input(call.input_bytes(), &call.limits)?;
+        let bundle = call.bundle_digest.as_str();
         let mut crashed_once = false;
         let mut unsent = 0;
         loop {
-            let mut worker = self.acquire(cancel)?;
+            let mut worker = self.acquire(bundle, cancel)?;
             let outcome = match cancel.watch(worker.pid) {
                 Some(_watch) => worker.invoke(call, self.inner.config.grace),
                 None => {
@@ -172,7 +186,7 @@ impl Pool {
             };
             if cancel.is_cancelled() {
                 // The worker may have been killed mid-call, or just after it answered.
-                self.discard_cancelled(worker);
+                self.discard(worker, "its call was cancelled", Loss::Retired);
                 return outcome.map_err(|_| cancelled().into());
             }
             match outcome {
@@ -184,7 +198,7 @@ impl Pool {
                     if failure.worker_reusable {
                         self.release(worker);
                     } else {
-                        self.discard(worker, &failure.message);
+                        self.discard(worker, &failure.message, Loss::Retired);
                     }
                     return Err(CallError { failure, log });
                 }
@@ -194,14 +208,14 @@ impl Pool {
                         InvokeError::NotSent(why) => why,
                         _ => "the worker kept asking for its bundle".to_string(),
                     };
-                    self.discard(worker, &why);
+                    self.discard(worker, &why, Loss::Pool);
                     unsent += 1;
                     if unsent > 2 {
                         return Err(crashed(why).into());
                     }
                 }
                 Err(InvokeError::Lost(why)) => {
-                    self.discard(worker, &why);
+                    self.discard(worker, &why, Loss::Bundle(bundle));
                     if call.idempotent && !crashed_once {
                         crashed_once = true;
                         tracing::warn!(
@@ -217,7 +231,7 @@ impl Pool {
                         "the worker did not answer within its wall of {wall} ms plus {} ms grace and was killed",
                         self.inner.config.grace.as_millis()
                     );
-                    self.discard(worker, &why);
+                    self.discard(worker, &why, Loss::Retired);
                     return Err(Failure::limit(Limit::WallMilliseconds, why)
                         .discard_worker()
                         .into());
@@ -253,7 +267,9 @@ impl Pool {
             .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
-    fn acquire(&self, cancel: &CancelToken) -> Result<WorkerProcess, Failure> {
+    /// A worker for a call of `bundle`: an idle one, or a new one when the pool has room and
+    /// neither the pool's nor the bundle's budget is spent.
+    fn acquire(&self, bundle: &str, cancel: &CancelToken) -> Result<WorkerProcess, Failure> {
         let cfg = &self.inner.config;
         let mut st = self.lock();
         loop {
@@ -266,18 +282,33 @@ impl Pool {
                     "the worker pool was shut down (interrupted)",
                 ));
             }
+            forget_old_losses(&mut st, cfg.restart_window);
+            if let Some(crashes) = st.crashes.get(bundle)
+                && crashes.len() > cfg.restart_budget
+            {
+                return Err(Failure::new(
+                    FailureCode::WorkerCrashed,
+                    format!(
+                        "this module lost {} workers within {} s, more than the restart budget of {}; it gets no new worker until the window has passed. Last worker loss: {}",
+                        crashes.len(),
+                        cfg.restart_window.as_secs(),
+                        cfg.restart_budget,
+                        st.last_loss.as_deref().unwrap_or("unknown")
+                    ),
+                ));
+            }
             if let Some(mut w) = st.idle.pop() {
                 if w.has_exited() {
                     // Died while idle: it never saw this call, so take another.
                     drop(st);
-                    self.discard(w, "the worker exited while idle");
+                    self.discard(w, "the worker exited while idle", Loss::Pool);
                     st = self.lock();
                     continue;
                 }
                 return Ok(w);
             }
             if st.live < cfg.size {
-                let backoff = match self.replacement_backoff(&mut st) {
+                let backoff = match self.replacement_backoff(&st, bundle) {
                     Budget::Start(backoff) => backoff,
                     Budget::Wait => {
                         st = self.wait(st);
@@ -286,7 +317,6 @@ impl Pool {
                     Budget::Spent(failure) => return Err(failure),
                 };
                 st.live += 1;
-                st.started += 1;
                 drop(st);
                 std::thread::sleep(backoff);
                 return self.start_worker();
@@ -295,38 +325,31 @@ impl Pool {
         }
     }
 
-    /// Whether a worker may be started now: the first `size` start at once; a replacement
-    /// spends the restart budget and waits a backoff that doubles within the window.
-    fn replacement_backoff(&self, st: &mut State) -> Budget {
+    /// Whether a worker may be started now for a call of `bundle`: at once when nothing was
+    /// lost in the window, after a backoff that doubles with each loss charged to the pool or
+    /// to the bundle, and not at all once the pool's losses exceed the budget.
+    fn replacement_backoff(&self, st: &State, bundle: &str) -> Budget {
         let cfg = &self.inner.config;
-        if st.started < cfg.size + st.excused {
-            return Budget::Start(Duration::ZERO);
-        }
-        let now = Instant::now();
-        while st
-            .restarts
-            .front()
-            .is_some_and(|t| now.duration_since(*t) > cfg.restart_window)
-        {
-            st.restarts.pop_front();
-        }
-        if st.restarts.len() >= cfg.restart_budget {
+        if st.losses.len() > cfg.restart_budget {
             if st.live > 0 {
                 return Budget::Wait;
             }
             return Budget::Spent(Failure::new(
                 FailureCode::WorkerCrashed,
                 format!(
-                    "no worker available: the restart budget of {} replacements per {} s is spent; last worker loss: {}",
-                    cfg.restart_budget,
+                    "no worker available: {} workers were lost within {} s, more than the restart budget of {}; last worker loss: {}",
+                    st.losses.len(),
                     cfg.restart_window.as_secs(),
+                    cfg.restart_budget,
                     st.last_loss.as_deref().unwrap_or("unknown")
                 ),
             ));
         }
-        let backoff = cfg.backoff * (1u32 << st.restarts.len().min(8));
-        st.restarts.push_back(now);
-        Budget::Start(backoff)
+        let charged = st.losses.len() + st.crashes.get(bundle).map_or(0, VecDeque::len);
+        if charged == 0 {
+            return Budget::Start(Duration::ZERO);
+        }
+        Budget::Start(cfg.backoff * (1u32 << (charged - 1).min(8)))
     }
 
     /// Starts a worker whose slot is already counted in `live`.
@@ -339,7 +362,7 @@ impl Pool {
                 st.pids.insert(w.pid);
                 if st.closed {
                     drop(st);
-                    self.discard(w, "the pool was shut down");
+                    self.discard(w, "the pool was shut down", Loss::Retired);
                     return Err(Failure::new(
                         FailureCode::WorkerCrashed,
                         "the worker pool was shut down (interrupted)",
@@ -351,6 +374,7 @@ impl Pool {
             Err(e) => {
                 let why = e.to_string();
                 st.live -= 1;
+                st.losses.push_back(Instant::now());
                 st.last_loss = Some(why.clone());
                 drop(st);
                 self.inner.changed.notify_all();
@@ -371,7 +395,7 @@ impl Pool {
         let mut st = self.lock();
         if st.closed {
             drop(st);
-            self.discard(worker, "the pool was shut down");
+            self.discard(worker, "the pool was shut down", Loss::Retired);
             return;
         }
         st.idle.push(worker);
@@ -379,18 +403,22 @@ impl Pool {
         self.inner.changed.notify_one();
     }
 
-    /// Discards the worker of a cancelled call; its replacement is not a restart.
-    fn discard_cancelled(&self, worker: WorkerProcess) {
-        self.lock().excused += 1;
-        self.discard(worker, "its call was cancelled");
-    }
-
-    fn discard(&self, mut worker: WorkerProcess, why: &str) {
+    fn discard(&self, mut worker: WorkerProcess, why: &str, loss: Loss<'_>) {
         tracing::debug!(pid = worker.pid, why, "worker discarded");
         worker.kill();
         let mut st = self.lock();
         st.live = st.live.saturating_sub(1);
         st.pids.remove(&worker.pid);
+        let now = Instant::now();
+        match loss {
+            Loss::Retired => {}
+            Loss::Pool => st.losses.push_back(now),
+            Loss::Bundle(digest) => st
+                .crashes
+                .entry(digest.to_string())
+                .or_default()
+                .push_back(now),
+        }
         st.last_loss = Some(why.to_string());
         drop(st);
         self.inner.changed.notify_all();
@@ -419,6 +447,31 @@ fn cancelled() -> Failure {
         "the call was cancelled; a worker running it is killed and replaced",
     )
     .discard_worker()
+}
+
+/// Who a discarded worker is charged to.
+enum Loss<'a> {
+    /// Retired on purpose (timeout, a failure that ends the worker, shutdown): no charge.
+    Retired,
+    /// Lost outside any call, or before a call reached it: charged to the pool.
+    Pool,
+    /// Lost while running this bundle: charged to it.
+    Bundle(&'a str),
+}
+
+/// Drops the losses that left the window, and bundles with none left.
+fn forget_old_losses(st: &mut State, window: Duration) {
+    let now = Instant::now();
+    let old = |t: &Instant| now.duration_since(*t) > window;
+    while st.losses.front().is_some_and(old) {
+        st.losses.pop_front();
+    }
+    st.crashes.retain(|_, crashes| {
+        while crashes.front().is_some_and(old) {
+            crashes.pop_front();
+        }
+        !crashes.is_empty()
+    });
 }
 
 fn crashed(why: String) -> Failure {

@@ -1,55 +1,153 @@
 // Runs first in every fresh context, before any module code. It strips the global object down
 // to the ECMAScript intrinsics, pins the clock, removes randomness, routes console into the
-// host's bounded log, and returns helpers that hold their own references to the intrinsics
-// (module code may later replace globals; these helpers must not notice).
+// host's bounded log, and returns helpers for the engine.
+//
+// The rule for everything below: module code runs later and may replace any global, any
+// prototype method, even `Reflect` or `Function.prototype.call`. So every function this prelude
+// leaves behind calls only the intrinsics captured in the block right below, through `apply` and
+// `construct`, and reads no global or prototype property when it runs. Internal tables have a
+// null prototype, so an inherited setter (`Array.prototype[0]`) cannot intercept them. Every
+// function here is strict, so stack-trace APIs and `caller` never hand one to module code.
 (function (sink, allowed) {
   "use strict";
   const g = globalThis;
-  const ObjectRef = Object;
+  const apply = Reflect.apply;
+  const construct = Reflect.construct;
+  const ownKeys = Reflect.ownKeys;
+  const defineProperty = Object.defineProperty;
   const freeze = Object.freeze;
-  const getPrototypeOf = Object.getPrototypeOf;
-  const keys = Object.keys;
+  const create = Object.create;
   const isArray = Array.isArray;
-  const ObjectProto = Object.prototype;
+  const includes = Array.prototype.includes;
   const stringify = JSON.stringify;
-  const isFinite = Number.isFinite;
   const StringRef = String;
+  const isWellFormed = String.prototype.isWellFormed;
+  const toWellFormed = String.prototype.toWellFormed;
+  const charCodeAt = String.prototype.charCodeAt;
+  const slice = String.prototype.slice;
+  const indexOf = String.prototype.indexOf;
+  const MapRef = Map;
+  const mapGet = Map.prototype.get;
+  const mapSet = Map.prototype.set;
+  const numberValueOf = Number.prototype.valueOf;
+  const stringValueOf = String.prototype.valueOf;
+  const booleanValueOf = Boolean.prototype.valueOf;
+  const RealDate = g.Date;
+  const DateProto = RealDate.prototype;
+  const dateToString = DateProto.toString;
+  const dateGetTime = DateProto.getTime;
+  const setPrototypeOf = Object.setPrototypeOf;
+  const toPrimitiveKey = Symbol.toPrimitive;
+  const ErrorRef = Error;
+  const TypeErrorRef = TypeError;
+  const HEX = "0123456789ABCDEF";
 
-  for (const name of Reflect.ownKeys(g)) {
-    if (typeof name === "string" && !allowed.includes(name)) {
+  for (const name of ownKeys(g)) {
+    if (typeof name === "string" && !apply(includes, allowed, [name])) {
       delete g[name];
     }
   }
 
-  const RealDate = g.Date;
+  // The clock: `new Date()` is the epoch and `Date.now()` is 0. The real constructor is reachable
+  // from nowhere: not as a global, not as `Date.prototype.constructor`, not through `super` or
+  // `new.target`, not through a replaced `Reflect.construct`, and never from a stack frame:
+  // module code (a `valueOf`, a `Symbol.toPrimitive`, a proxy as `new.target`) runs only in
+  // `FixedDate`'s own frame, before the real constructor is called with primitives alone.
   function FixedDate(...args) {
     if (new.target === undefined) {
-      return new RealDate(0).toString();
+      return apply(dateToString, new RealDate(0), []);
     }
-    return Reflect.construct(RealDate, args.length === 0 ? [0] : args, new.target);
+    const values = args.length === 0 ? [0] : timeValues(args);
+    let proto = new.target === FixedDate ? DateProto : new.target.prototype;
+    if (proto === null || (typeof proto !== "object" && typeof proto !== "function")) {
+      proto = DateProto;
+    }
+    const date = construct(RealDate, values);
+    if (proto !== DateProto) setPrototypeOf(date, proto);
+    return date;
   }
-  FixedDate.prototype = RealDate.prototype;
-  ObjectRef.defineProperty(RealDate.prototype, "constructor", {
+  // The arguments of `new Date(...)` made primitive the way the constructor itself would (a
+  // Date gives its time value, one argument its default primitive, several their numbers).
+  function timeValues(args) {
+    const out = [];
+    for (let i = 0; i < args.length; i++) {
+      let v = args[i];
+      if (v !== null && (typeof v === "object" || typeof v === "function")) {
+        if (args.length === 1 && isDate(v)) {
+          v = apply(dateGetTime, v, []);
+        } else {
+          v = toPrimitive(v, args.length === 1 ? "default" : "number");
+        }
+      }
+      defineProperty(out, i, { value: v, writable: true, enumerable: true, configurable: true });
+    }
+    return out;
+  }
+  function isDate(v) {
+    try { apply(dateGetTime, v, []); return true; } catch (_) { return false; }
+  }
+  function toPrimitive(v, hint) {
+    const exotic = v[toPrimitiveKey];
+    if (exotic !== undefined && exotic !== null) {
+      if (typeof exotic !== "function") throw new TypeErrorRef("Symbol.toPrimitive is not a function");
+      const r = apply(exotic, v, [hint]);
+      if (r !== null && (typeof r === "object" || typeof r === "function")) {
+        throw new TypeErrorRef("Cannot convert object to primitive value");
+      }
+      return r;
+    }
+    const order = hint === "string" ? ["toString", "valueOf"] : ["valueOf", "toString"];
+    for (let i = 0; i < 2; i++) {
+      const method = v[order[i]];
+      if (typeof method === "function") {
+        const r = apply(method, v, []);
+        if (r === null || (typeof r !== "object" && typeof r !== "function")) return r;
+      }
+    }
+    throw new TypeErrorRef("Cannot convert object to primitive value");
+  }
+  defineProperty(FixedDate, "prototype", {
+    value: DateProto, writable: false, configurable: false, enumerable: false,
+  });
+  // A later addition (Temporal) that hands out a Temporal constructor; not an ES2025 intrinsic.
+  delete DateProto.toTemporalInstant;
+  defineProperty(DateProto, "constructor", {
     value: FixedDate, writable: true, configurable: true, enumerable: false,
   });
-  ObjectRef.defineProperty(FixedDate, "length", { value: 7 });
-  ObjectRef.defineProperty(FixedDate, "name", { value: "Date" });
-  FixedDate.now = function now() { return 0; };
-  FixedDate.parse = RealDate.parse;
-  FixedDate.UTC = RealDate.UTC;
-  ObjectRef.defineProperty(g, "Date", {
+  defineProperty(FixedDate, "length", { value: 7 });
+  defineProperty(FixedDate, "name", { value: "Date" });
+  const now = function now() { return 0; };
+  for (const [key, value] of [["now", now], ["parse", RealDate.parse], ["UTC", RealDate.UTC]]) {
+    defineProperty(FixedDate, key, {
+      value, writable: true, configurable: true, enumerable: false,
+    });
+  }
+  defineProperty(g, "Date", {
     value: FixedDate, writable: true, configurable: true, enumerable: false,
   });
 
-  ObjectRef.defineProperty(Math, "random", {
+  // No structured stack traces: a `prepareStackTrace` hook would hand module code the function
+  // of every frame on the stack (QuickJS hands out even strict ones), whatever it is. The hook
+  // stays assignable, so code that sets it still runs, and `stack` stays the usual string.
+  defineProperty(ErrorRef, "prepareStackTrace", {
+    get: function prepareStackTrace() { return undefined; },
+    set: function prepareStackTrace(_) { /* ignored */ },
+    configurable: false, enumerable: false,
+  });
+
+  defineProperty(Math, "random", {
     value: function random() {
-      throw new TypeError(
+      throw new TypeErrorRef(
         "Math.random() is unavailable in deterministic modules: derive values from the inputs instead"
       );
     },
     writable: true, configurable: true, enumerable: false,
   });
 
+  // Console: arguments formatted like JSON.stringify (strings as they are), joined by spaces,
+  // lone surrogates replaced by U+FFFD. Logging never throws into the module: a value that
+  // cannot be formatted prints as `[unprintable]`. (A stopped call is not an exception a
+  // `catch` can see, so the wall still ends a call that logs.)
   const format = (v) => {
     try {
       if (typeof v === "string") return v;
@@ -60,58 +158,164 @@
     }
   };
   const writer = (level) => function (...args) {
-    let text = "";
-    for (let i = 0; i < args.length; i++) {
-      text += (i === 0 ? "" : " ") + format(args[i]);
+    try {
+      let text = "";
+      for (let i = 0; i < args.length; i++) {
+        text += (i === 0 ? "" : " ") + format(args[i]);
+      }
+      sink(level, apply(toWellFormed, text, []));
+    } catch (_) {
+      // The host's sink takes any well-formed string; nothing else can fail here.
     }
-    sink(level, text);
   };
   const console = {
     log: writer("log"), info: writer("info"), warn: writer("warn"),
     error: writer("error"), debug: writer("debug"),
   };
-  ObjectRef.defineProperty(g, "console", {
+  defineProperty(g, "console", {
     value: console, writable: true, configurable: true, enumerable: false,
   });
 
-  // Returns null when `value` is JSON-compatible, else a message naming the first offending path.
-  function checkOutput(value) {
-    const seen = [];
-    function walk(v, path) {
-      switch (typeof v) {
-        case "string": case "boolean": return null;
-        case "number": return isFinite(v) ? null : `${path} is ${v}, which JSON cannot represent`;
-        case "undefined": return `${path} is undefined`;
-        case "function": return `${path} is a function`;
-        case "symbol": return `${path} is a symbol`;
-        case "bigint": return `${path} is a BigInt; convert it to a string or number`;
-      }
-      if (v === null) return null;
-      for (let i = 0; i < seen.length; i++) {
-        if (seen[i] === v) return `${path} is a cycle back to an enclosing object`;
-      }
-      seen[seen.length] = v;
-      let err = null;
-      if (isArray(v)) {
-        for (let i = 0; i < v.length && err === null; i++) err = walk(v[i], `${path}[${i}]`);
-      } else {
-        const proto = getPrototypeOf(v);
-        if (proto !== ObjectProto && proto !== null) {
-          const name = (proto && proto.constructor && proto.constructor.name) || "object";
-          return `${path} is a ${name}, not a plain object or array`;
-        }
-        const ks = keys(v);
-        for (let i = 0; i < ks.length && err === null; i++) err = walk(v[ks[i]], `${path}.${ks[i]}`);
-      }
-      seen.length = seen.length - 1;
-      return err;
+  // Output: the export's return value becomes exactly the text `JSON.stringify` makes of it
+  // (toJSON honoured, undefined, functions and symbols dropped from objects and null in
+  // arrays, NaN and Infinity null, boxed primitives unwrapped, a Map `{}`), except for what
+  // JSON cannot carry faithfully: a cycle, a BigInt, a lone surrogate in a string or a property
+  // name, or nesting deeper than `maxDepth` objects and arrays. Those come back as
+  // `{code, message}` naming the first offending path; the text comes back as a string.
+  // `JSON.stringify` calls the replacer on every value after its toJSON, in document order, with
+  // the holder as `this`, so the replacer can keep the path and depth of each object it lets
+  // through and refuse before the native serializer goes on.
+  function encode(value, maxDepth) {
+    const nodes = new MapRef(); // object → { parent, key, depth, array }
+    const chain = create(null); // chain[d]: the object at depth d on the current path
+    const top = { parent: null, key: null, depth: 0, array: false };
+    let problem = null;
+    let first = true;
+    let topType = "undefined";
+    function refuse(code, holder, key, what) {
+      problem = freeze({ code, message: `${pathOf(holder, key)} ${what}` });
+      throw problem;
     }
-    return walk(value, "output");
+    function replacer(key, v) {
+      let holder = top;
+      if (first) {
+        first = false;
+        topType = v === null ? "null" : typeof v;
+      } else {
+        holder = apply(mapGet, nodes, [this]);
+      }
+      const t = typeof v;
+      if (t === "undefined" || t === "function" || t === "symbol") return v;
+      if (holder !== top && !holder.array && !apply(isWellFormed, key, [])) {
+        refuse("output_rejected", holder, key, "has a property name with a lone surrogate, which UTF-8 cannot encode");
+      }
+      if (t === "string") {
+        if (!apply(isWellFormed, v, [])) {
+          refuse("output_rejected", holder, key, `is a string with a lone surrogate (${loneSurrogate(v)}), which UTF-8 cannot encode`);
+        }
+      } else if (t === "bigint") {
+        refuse("output_rejected", holder, key, "is a BigInt; convert it to a string or number");
+      } else if (t === "object" && v !== null) {
+        for (let d = 1; d <= holder.depth; d++) {
+          if (chain[d] === v) {
+            const at = apply(mapGet, nodes, [v]);
+            refuse("output_rejected", holder, key, `is a cycle back to ${pathOf(at.parent, at.key)}`);
+          }
+        }
+        const depth = holder.depth + 1;
+        // A boxed primitive is written as its value and nests nothing.
+        if (depth > maxDepth && !boxed(v)) {
+          refuse("output_depth", holder, key, `nests deeper than ${maxDepth} levels of objects and arrays`);
+        }
+        chain[depth] = v;
+        apply(mapSet, nodes, [v, { parent: holder, key, depth, array: isArray(v) }]);
+      }
+      return v;
+    }
+    let text;
+    try {
+      text = stringify(value, replacer);
+    } catch (e) {
+      if (problem !== null && e === problem) return problem;
+      throw e;
+    }
+    if (text === undefined) {
+      return freeze({ code: "output_rejected", message: `output is ${topType}; the export must return an object` });
+    }
+    // A boxed String's text is not seen by the replacer; JSON.stringify writes a lone
+    // surrogate in it as an escape, and any such escape in its text is one.
+    if (hasLoneSurrogateEscape(text)) {
+      return freeze({ code: "output_rejected", message: "output holds a string with a lone surrogate, which UTF-8 cannot encode" });
+    }
+    return text;
+  }
+
+  // Whether `text` (JSON.stringify's) holds an escape `\uD800`–`\uDFFF`: it writes paired
+  // surrogates as they are and escapes only lone ones.
+  function hasLoneSurrogateEscape(text) {
+    let at = apply(indexOf, text, ["\\u"]);
+    while (at !== -1) {
+      let slashes = 0;
+      for (let i = at; i >= 0 && apply(charCodeAt, text, [i]) === 92; i--) slashes++;
+      const d = apply(charCodeAt, text, [at + 2]);
+      const x = apply(charCodeAt, text, [at + 3]);
+      if (slashes % 2 === 1 && (d === 100 || d === 68) &&
+          ((x >= 56 && x <= 57) || (x >= 97 && x <= 102) || (x >= 65 && x <= 70))) {
+        return true;
+      }
+      at = apply(indexOf, text, ["\\u", at + 2]);
+    }
+    return false;
+  }
+
+  // Whether `v` is a Number, String or Boolean object, which JSON writes as its primitive.
+  function boxed(v) {
+    try { apply(numberValueOf, v, []); return true; } catch (_) { /* not a Number */ }
+    try { apply(stringValueOf, v, []); return true; } catch (_) { /* not a String */ }
+    try { apply(booleanValueOf, v, []); return true; } catch (_) { /* not a Boolean */ }
+    return false;
+  }
+
+  function loneSurrogate(s) {
+    for (let i = 0; i < s.length; i++) {
+      const c = apply(charCodeAt, s, [i]);
+      if (c >= 0xd800 && c <= 0xdbff) {
+        const next = apply(charCodeAt, s, [i + 1]);
+        if (next >= 0xdc00 && next <= 0xdfff) { i++; continue; }
+      } else if (c < 0xdc00 || c > 0xdfff) {
+        continue;
+      }
+      return `U+${HEX[c >> 12]}${HEX[(c >> 8) & 15]}${HEX[(c >> 4) & 15]}${HEX[c & 15]} at index ${i}`;
+    }
+    return "?";
+  }
+
+  // `output.a[2]["b c"]` for the property `key` of the object described by `holder`; property
+  // names are shortened and made well-formed so that the message itself can always be sent.
+  function pathOf(holder, key) {
+    if (holder.parent === null) return "output";
+    return pathOf(holder.parent, holder.key) + segment(holder, key);
+  }
+
+  function segment(holder, key) {
+    if (holder.array) return `[${key}]`;
+    let name = apply(toWellFormed, key, []);
+    if (name.length > 40) name = apply(slice, name, [0, 40]) + "…";
+    let plain = name.length > 0;
+    for (let i = 0; i < name.length && plain; i++) {
+      const c = apply(charCodeAt, name, [i]);
+      plain = c === 36 || c === 95 || (c >= 97 && c <= 122) || (c >= 65 && c <= 90) ||
+        (i > 0 && c >= 48 && c <= 57);
+    }
+    return plain ? `.${name}` : `[${stringify(name)}]`;
   }
 
   function context(environment) {
     return freeze({ environment: freeze(environment) });
   }
 
-  return { checkOutput, context, stringify };
+  const helpers = create(null);
+  helpers.encode = encode;
+  helpers.context = context;
+  return freeze(helpers);
 })

@@ -507,7 +507,8 @@ impl WorkerProcess {
                 worker_pid: self.pid,
                 engine_time: Duration::from_micros(engine_us),
             }),
-            Message::Failure { failure, log } => Err(InvokeError::Failed(failure, log)),
+            // A worker is not trusted to have bounded what it sends.
+            Message::Failure { failure, log } => Err(InvokeError::Failed(failure.bounded(), log)),
             Message::NeedBundle { .. } => Err(InvokeError::NeedBundle),
             other => Err(InvokeError::Lost(format!(
                 "the worker answered an invoke with {other:?}"
@@ -587,6 +588,9 @@ impl WorkerProcess {
                 Ok(Some(status)) => {
                     use std::os::unix::process::ExitStatusExt;
                     return match status.signal() {
+                        Some(sig) if sig == Signal::SIGSYS as i32 => format!(
+                            "the worker process died from signal {sig} (SIGSYS): the engine made a system call outside the worker's seccomp allow-list (see \"The seccomp filter\" in the README)"
+                        ),
                         Some(sig) => format!(
                             "the worker process died from signal {} ({})",
                             sig,

@@ -396,7 +396,8 @@ impl<'p> Session<'p> {
         Ok(Persistent::save(ctx, returned))
     }
 
-    /// Unwraps a settled promise, checks the value is JSON-compatible and encodes it.
+    /// Unwraps a settled promise and encodes the value with the prelude's `encode` (the rules
+    /// of `JSON.stringify`, plus the refusals it documents).
     fn finish(
         &self,
         ctx: &Ctx<'_>,
@@ -409,37 +410,25 @@ impl<'p> Session<'p> {
             value = self.settled(ctx, promise, "the promise returned by the export")?;
         }
         let helpers = p.helpers.clone().restore(ctx).map_err(restore_err)?;
-        let check: Function = helpers.get("checkOutput").map_err(restore_err)?;
-        let problem: Option<String> = check
-            .call((value.clone(),))
+        let encode: Function = helpers.get("encode").map_err(restore_err)?;
+        let depth = i32::try_from(self.limits.output_depth).unwrap_or(i32::MAX);
+        let encoded: Value = encode
+            .call((value, depth))
             .map_err(|_| self.failure(ctx, FailureCode::OutputRejected))?;
-        if let Some(problem) = problem {
-            return Err(Failure::new(
-                FailureCode::OutputRejected,
-                format!("the export's return value is not JSON-compatible: {problem}"),
-            ));
+        if let Some(text) = encoded.as_string() {
+            let text = text.to_string().map_err(restore_err)?;
+            Failure::check_output(text.len(), &self.limits)?;
+            return Ok(text.into_bytes());
         }
-        let stringify: Function = helpers.get("stringify").map_err(restore_err)?;
-        let text: Option<String> = stringify
-            .call((value,))
-            .map_err(|_| self.failure(ctx, FailureCode::OutputRejected))?;
-        let text = text.ok_or_else(|| {
+        let refused = encoded.as_object().ok_or_else(|| {
             Failure::new(
-                FailureCode::OutputRejected,
-                "the export returned nothing JSON can encode",
+                FailureCode::Internal,
+                "the prelude's encode returned no text",
             )
         })?;
-        if text.len() > self.limits.output_bytes {
-            return Err(Failure::limit(
-                Limit::OutputBytes,
-                format!(
-                    "the output is {} bytes of JSON; the limit is {} bytes",
-                    text.len(),
-                    self.limits.output_bytes
-                ),
-            ));
-        }
-        Ok(text.into_bytes())
+        let code: String = refused.get("code").map_err(restore_err)?;
+        let message: String = refused.get("message").map_err(restore_err)?;
+        Err(Failure::unencodable(&code, &message, &self.limits))
     }
 
     /// The value of a promise after the job queue drained; pending means it waits on something

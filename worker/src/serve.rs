@@ -4,11 +4,12 @@
 //! and nothing else; console output travels inside results.
 
 use crate::bundle::ModuleBundle;
-use crate::engine::{ConsoleLog, Engine, EngineCall, MemoryCap, PageInput};
+use crate::engine::{ConsoleLog, Engine, EngineCall, PageInput};
 use crate::failure::{Failure, FailureCode};
 use crate::frame::{FrameError, read_frame, split_payload, write_frame};
-use crate::limits::Limits;
+use crate::limits::{Limit, Limits};
 use crate::protocol::{Header, Message, PROTOCOL_VERSION, PageLayout, decode_ends};
+use crate::sandbox::SandboxOptions;
 use std::collections::{BTreeMap, HashMap};
 use std::io::{self, Read, Write};
 use std::os::unix::net::UnixStream;
@@ -16,20 +17,19 @@ use std::sync::Arc;
 
 /// Bundles a worker keeps, by digest, before it forgets the oldest.
 const BUNDLE_CACHE_ENTRIES: usize = 16;
-/// Open files the worker may hold: stdio and a little slack for the runtime.
-const MAX_OPEN_FILES: u64 = 16;
+
+/// Stack of the thread the engine runs on. The worker sets it itself, so the caller's stack
+/// limit (`ulimit -s`) never decides whether deep recursion is a `stack_bytes` failure or a
+/// crash: the engine's own limit ([`Limits::stack_bytes`], at most 1 MiB) is checked well
+/// inside it, with room left for the native frames of builtins and of the worker.
+pub const ENGINE_STACK_BYTES: usize = 16 * 1024 * 1024;
 
 /// Why the worker stopped serving.
 #[derive(Debug, thiserror::Error)]
 pub enum ServeError {
-    /// The environment was not empty, so the host did not isolate the worker.
-    #[error(
-        "refusing to run: the worker's environment must be empty (found {0}); it is started by the runx host, not by hand"
-    )]
-    Environment(String),
-    /// An OS limit could not be set.
-    #[error("cannot set resource limit {0}: {1}")]
-    Rlimit(&'static str, nix::Error),
+    /// The worker could not confine itself.
+    #[error(transparent)]
+    Sandbox(#[from] crate::sandbox::SandboxError),
     /// The frame stream broke.
     #[error(transparent)]
     Frame(#[from] FrameError),
@@ -39,6 +39,9 @@ pub enum ServeError {
     /// The engine asked for with `--engine` is unknown or not built into this executable.
     #[error("{0}")]
     Engine(String),
+    /// The engine thread could not be started or ended by a panic.
+    #[error("the engine thread failed: {0}")]
+    Thread(String),
 }
 
 /// Entry point of a worker process: takes the engine from `--engine NAME` in the process's
@@ -46,6 +49,7 @@ pub enum ServeError {
 /// [`worker_main_with`]. Returns the process exit code.
 pub fn worker_main() -> i32 {
     let args: Vec<String> = std::env::args().skip(1).collect();
+    let options = SandboxOptions::from_args(&args);
     let engine = args
         .iter()
         .position(|a| a == "--engine")
@@ -54,7 +58,7 @@ pub fn worker_main() -> i32 {
             args.iter()
                 .find_map(|a| a.strip_prefix("--engine=").map(str::to_string))
         });
-    worker_main_with(engine.as_deref().unwrap_or(DEFAULT_ENGINE))
+    worker_main_with_options(engine.as_deref().unwrap_or(DEFAULT_ENGINE), options)
 }
 
 /// The engine a worker uses when none is named.
@@ -114,24 +118,17 @@ fn quickjs_version() -> String {
     text.to_string_lossy().into_owned()
 }
 
-/// Entry point of a worker process using the engine `engine` (`quickjs`, `v8`): checks the
-/// environment, sets OS limits, serves stdin/stdout until shutdown or end of input. Returns the
-/// process exit code.
+/// Entry point of a worker process using the engine `engine` (`quickjs`, `v8`) and the
+/// strictest sandbox; see [`worker_main_with_options`].
 pub fn worker_main_with(engine: &str) -> i32 {
-    // The engine is chosen before the sandbox so that a refusal can still be reported; making
-    // an engine starts no thread and touches no environment.
-    match engine_by_name(engine).and_then(|mut engine| {
-        sandbox(engine.memory_cap())?;
-        crate::fatal::answer_on_stdout();
-        watch_host();
-        let descriptors = crate::descriptor::inherited();
-        serve_with(
-            engine.as_mut(),
-            io::stdin().lock(),
-            io::stdout().lock(),
-            descriptors.as_ref(),
-        )
-    }) {
+    worker_main_with_options(engine, SandboxOptions::default())
+}
+
+/// Entry point of a worker process: confines the process ([`crate::sandbox::enter`]), then
+/// serves stdin/stdout on a thread of [`ENGINE_STACK_BYTES`] until shutdown or end of input.
+/// Returns the process exit code.
+pub fn worker_main_with_options(engine: &str, options: SandboxOptions) -> i32 {
+    match confine_and_serve(engine, options) {
         Ok(()) => 0,
         Err(e) => {
             eprintln!("runx worker: {e}");
@@ -180,32 +177,30 @@ fn exit_now() -> ! {
     unsafe { nix::libc::_exit(3) }
 }
 
-/// Refuses a non-empty environment, pins the time zone and applies rlimits; `memory` is the
-/// engine's own choice of memory cap ([`Engine::memory_cap`]).
-#[allow(unsafe_code)]
-fn sandbox(memory: MemoryCap) -> Result<(), ServeError> {
-    if let Some((k, _)) = std::env::vars_os().next() {
-        return Err(ServeError::Environment(k.to_string_lossy().into_owned()));
-    }
-    // SAFETY: called first thing in the worker process, before any other thread exists, so no
-    // other code can be reading the environment concurrently. TZ=UTC makes local-time Date
-    // methods identical on every host.
-    unsafe { std::env::set_var("TZ", "UTC") };
-    use nix::sys::resource::{Resource, setrlimit};
-    let memory = match memory {
-        MemoryCap::AddressSpace(bytes) => (Resource::RLIMIT_AS, bytes, "RLIMIT_AS"),
-        MemoryCap::Data(bytes) => (Resource::RLIMIT_DATA, bytes, "RLIMIT_DATA"),
-    };
-    let limits = [
-        (Resource::RLIMIT_CORE, 0, "RLIMIT_CORE"),
-        (Resource::RLIMIT_FSIZE, 0, "RLIMIT_FSIZE"),
-        (Resource::RLIMIT_NOFILE, MAX_OPEN_FILES, "RLIMIT_NOFILE"),
-        memory,
-    ];
-    for (resource, value, name) in limits {
-        setrlimit(resource, value, value).map_err(|e| ServeError::Rlimit(name, e))?;
-    }
-    Ok(())
+fn confine_and_serve(name: &str, options: SandboxOptions) -> Result<(), ServeError> {
+    // The engine is chosen before the sandbox so that a refusal can still be reported; making
+    // an engine starts no thread and touches no environment.
+    let memory = engine_by_name(name)?.memory_cap();
+    crate::sandbox::enter(memory, name, options)?;
+    crate::fatal::answer_on_stdout();
+    watch_host();
+    let descriptors = crate::descriptor::inherited();
+    let name = name.to_string();
+    std::thread::Builder::new()
+        .name("runx-engine".to_string())
+        .stack_size(ENGINE_STACK_BYTES)
+        .spawn(move || {
+            let mut engine = engine_by_name(&name)?;
+            serve_with(
+                engine.as_mut(),
+                io::stdin().lock(),
+                io::stdout().lock(),
+                descriptors.as_ref(),
+            )
+        })
+        .map_err(|e| ServeError::Thread(e.to_string()))?
+        .join()
+        .map_err(|_| ServeError::Thread("it panicked".to_string()))?
 }
 
 /// Serves frames from `input` until `shutdown` or a clean end of input, with no descriptor
@@ -270,13 +265,32 @@ impl Next {
     }
 }
 
+/// Writes one reply. Failure messages are bounded first; a reply that would still not fit in a
+/// frame is answered with a failure saying so, so that the worker never has to stop serving
+/// because of what a module made.
 fn answer(
     w: &mut dyn Write,
     call_id: u64,
     message: Message,
     tail: &[&[u8]],
 ) -> Result<(), FrameError> {
-    write_frame(w, &Header::new(call_id, message).to_bytes(), tail)
+    let message = match message {
+        Message::Failure { failure, log } => Message::Failure {
+            failure: failure.bounded(),
+            log,
+        },
+        other => other,
+    };
+    match write_frame(w, &Header::new(call_id, message).to_bytes(), tail) {
+        Err(FrameError::TooLarge(bytes)) => {
+            let f = Failure::new(
+                FailureCode::Internal,
+                format!("the worker's reply of {bytes} bytes does not fit in a frame"),
+            );
+            write_frame(w, &Header::new(call_id, reject(f)).to_bytes(), &[])
+        }
+        other => other,
+    }
 }
 
 fn reject(failure: Failure) -> Message {
@@ -348,10 +362,13 @@ fn handle(engine: &mut dyn Engine, session: &mut Session<'_>, payload: &[u8]) ->
             input_len,
             page,
         } => {
+            if let Err(why) = limits.check() {
+                return Next::answer(id, reject(invalid(why)));
+            }
             let request = Invoke {
                 export,
                 environment,
-                limits: limits.narrow(),
+                limits,
                 input_len,
                 page,
             };
@@ -423,6 +440,59 @@ fn page_file(
 
 /// Runs one call of the engine with the input and page laid out in `tail` (and, for a page
 /// sent by descriptor, read from `file`).
+/// Any JSON value whose every string and key decodes (so a lone surrogate escape is refused),
+/// kept as nothing. `IgnoredAny` would skip strings without decoding them.
+struct Readable;
+
+impl<'de> serde::Deserialize<'de> for Readable {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Readable, D::Error> {
+        d.deserialize_any(Readable)
+    }
+}
+
+impl<'de> serde::de::Visitor<'de> for Readable {
+    type Value = Readable;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("a JSON value")
+    }
+
+    fn visit_bool<E>(self, _: bool) -> Result<Readable, E> {
+        Ok(Readable)
+    }
+
+    fn visit_i64<E>(self, _: i64) -> Result<Readable, E> {
+        Ok(Readable)
+    }
+
+    fn visit_u64<E>(self, _: u64) -> Result<Readable, E> {
+        Ok(Readable)
+    }
+
+    fn visit_f64<E>(self, _: f64) -> Result<Readable, E> {
+        Ok(Readable)
+    }
+
+    fn visit_str<E>(self, _: &str) -> Result<Readable, E> {
+        Ok(Readable)
+    }
+
+    fn visit_unit<E>(self) -> Result<Readable, E> {
+        Ok(Readable)
+    }
+
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Readable, A::Error> {
+        while seq.next_element::<Readable>()?.is_some() {}
+        Ok(Readable)
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Readable, A::Error> {
+        while map.next_entry::<Readable, Readable>()?.is_some() {}
+        Ok(Readable)
+    }
+}
+
+/// Runs one call of the engine with the input and page laid out in `tail`.
 fn invoke(
     engine: &mut dyn Engine,
     id: u64,
@@ -459,6 +529,24 @@ fn invoke(
         Ok((bytes, log, engine_us)) => Next::Answer(id, Message::Result { log, engine_us }, bytes),
         Err((failure, log)) => Next::answer(id, Message::Failure { failure, log }),
     }
+}
+
+/// What every engine's successful call must still pass before it is a result: it came back
+/// within its wall (a call that spent its time in native code the engine's interrupt never
+/// reached returns late, and late is a wall failure, not a result), and its output is JSON the
+/// host can read (the prelude refuses lone surrogates and deep nesting with a path; this is
+/// the backstop for any route around it, e.g. a boxed string whose `toString` lies).
+fn accept(bytes: &[u8], limits: &Limits, elapsed: std::time::Duration) -> Result<(), Failure> {
+    if elapsed > limits.wall() {
+        return Err(Failure::exceeded(Limit::WallMilliseconds, limits));
+    }
+    if let Err(e) = serde_json::from_slice::<Readable>(bytes) {
+        return Err(Failure::new(
+            FailureCode::OutputRejected,
+            format!("the export's return value cannot be encoded as JSON: {e}"),
+        ));
+    }
+    Ok(())
 }
 
 /// The parts of an invoke tail: the input, and the page's metadata, records and record ends.
@@ -538,11 +626,12 @@ fn read_range<'a>(
         .ok_or_else(|| invalid(format!("a page range of {} bytes is too long", range.len)))?;
     let spans = crate::protocol::decode_spans(table, range.len, layout.blob_len as usize)
         .ok_or_else(|| invalid("the page's record span table is malformed"))?;
-    let meta = file
-        .metadata()
+    let meta = crate::descriptor::fd_stat(std::os::fd::AsRawFd::as_raw_fd(file))
         .map_err(|e| invalid(format!("the page's descriptor cannot be read: {e}")))?;
     let end = range.offset.checked_add(range.len);
-    if !meta.is_file() || end.is_none_or(|end| end > meta.len()) {
+    let regular = meta.st_mode & libc::S_IFMT == libc::S_IFREG;
+    let size = u64::try_from(meta.st_size).unwrap_or(0);
+    if !regular || end.is_none_or(|end| end > size) {
         return Err(invalid(
             "the page's range does not lie inside a regular file",
         ));
@@ -569,9 +658,12 @@ type Called = Result<(Vec<u8>, ConsoleLog, u64), (Failure, ConsoleLog)>;
 
 fn call_engine(engine: &mut dyn Engine, call: &EngineCall<'_>) -> Called {
     let started = std::time::Instant::now();
-    engine
-        .call(call)
-        .map(|o| (o.output, o.log, started.elapsed().as_micros() as u64))
+    let out = engine.call(call)?;
+    let elapsed = started.elapsed();
+    match accept(&out.output, &call.limits, elapsed) {
+        Ok(()) => Ok((out.output, out.log, elapsed.as_micros() as u64)),
+        Err(f) => Err((f, out.log)),
+    }
 }
 
 fn message_name(m: &Message) -> &'static str {
@@ -602,6 +694,9 @@ fn cached_bundle(
     let Some(bundle) = sent else {
         return Ok(None);
     };
+    if !bundle.modules.contains_key(&bundle.entry) {
+        return Err(invalid("the bundle sent does not hold its entry module"));
+    }
     if bundle.digest() != digest {
         return Err(invalid(format!(
             "the bundle sent does not match its digest {digest}"
@@ -611,7 +706,7 @@ fn cached_bundle(
         return Err(Failure::limit(
             crate::limits::Limit::SourceBytes,
             format!(
-                "the module bundle holds {} bytes of source; the limit is {} bytes",
+                "the module bundle holds {} bytes of source and module paths; the limit is {} bytes",
                 bundle.source_bytes(),
                 limits.source_bytes
             ),

@@ -11,6 +11,7 @@ mod javascript;
 mod pages;
 mod receipt_writes;
 mod receipts;
+mod sandbox;
 mod serve;
 mod supervision;
 

@@ -317,7 +317,7 @@ mod tests {
 
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(
-            std::env::var("RUNX_PROPTEST_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(2000)
+            std::env::var("PROPTEST_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(2000)
         ))]
         /// The validator accepts exactly what `serde_json` accepts.
         #[test]

@@ -73,6 +73,7 @@ fn call(
     provenance.input_digest = Some(digest(&input_value));
     let input = serde_json::to_vec(&input_value)
         .map_err(|e| RunError::internal("encode", e.to_string()))?;
+    let call_limits = module.limits;
     let pool = ctx.workers.pool(&module.engine)?;
     let call = Call {
         bundle: module.bundle,
@@ -81,18 +82,20 @@ fn call(
         input,
         page: None,
         environment: step.environment,
-        limits: module.limits,
+        limits: call_limits,
         // A deterministic call may run again on another worker if its worker dies mid-call.
         idempotent: true,
     };
+    // The log is bounded again on this side: a worker is not trusted to have kept its bound.
+    let bound = call_limits.log_bytes;
     let reply = match pool.call_cancellable(&call, ctx.cancel) {
         Ok(reply) => reply,
         Err(e) => {
-            provenance.log = e.log;
+            provenance.log.absorb(e.log, bound);
             return Err(e.failure.into());
         }
     };
-    provenance.log = reply.log;
+    provenance.log.absorb(reply.log, bound);
     let output = serde_json::from_slice(&reply.output).map_err(|e| {
         RunError::new(
             FailureKind::OutputRejected,

@@ -19,6 +19,7 @@ use crate::profile::{JsRunner, PagesDecl, PathScope};
 use crate::progress::{PageProgress, ProgressSink};
 use crate::receipt::ArtifactProvenance;
 use runx_worker::engine::ConsoleLog;
+use runx_worker::limits::Limits;
 use runx_worker::pool::Pool;
 use runx_worker::process::{Call, PagePayload, PageRecords, Reply};
 use runx_worker::protocol::ByteRange;
@@ -268,6 +269,13 @@ impl PageLoop<'_> {
         let mut meta = prepared.meta_prefix;
         meta.push_str(&state_json);
         meta.push('}');
+        // One console bound for the whole run: each page may log only what the pages before
+        // it left, and nothing once the log is full (its bytes are still counted).
+        let bound = self.module.limits.log_bytes;
+        let limits = Limits {
+            log_bytes: log.remaining(bound),
+            ..self.module.limits
+        };
         let mut call = Call {
             bundle: self.module.bundle.clone(),
             bundle_digest: self.module.digest.clone(),
@@ -278,7 +286,7 @@ impl PageLoop<'_> {
                 records: prepared.records,
             }),
             environment: self.environment.clone(),
-            limits: self.module.limits,
+            limits,
             idempotent: true,
         };
         let started = Instant::now();
@@ -293,16 +301,14 @@ impl PageLoop<'_> {
         }
         record.page_count = at.index + 1;
         match reply {
-            Ok(r) => {
+            Ok(mut r) => {
                 record.timings.call_ms += ms(took);
                 record.timings.engine_ms += ms(r.engine_time);
-                log.lines.extend(r.log.lines.iter().cloned());
-                log.dropped_bytes += r.log.dropped_bytes;
+                log.absorb(std::mem::take(&mut r.log), bound);
                 Ok(r)
             }
             Err(e) => {
-                log.lines.extend(e.log.lines);
-                log.dropped_bytes += e.log.dropped_bytes;
+                log.absorb(e.log, bound);
                 Err(at.fail(record, e.failure.into()))
             }
         }

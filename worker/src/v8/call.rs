@@ -289,8 +289,8 @@ impl Phases<'_> {
             .ok_or_else(|| self.fail(tc, FailureCode::ExecutionFailed))
     }
 
-    /// Unwraps a settled promise, checks the value is JSON-compatible and encodes it, with the
-    /// prelude's own helpers.
+    /// Unwraps a settled promise and encodes the value with the prelude's `encode`, which
+    /// gives `JSON.stringify`'s text or says why the value has none.
     fn finish<'s>(
         &self,
         tc: &mut Scope<'_, '_, 's, '_>,
@@ -298,39 +298,32 @@ impl Phases<'_> {
         returned: v8::Local<'s, v8::Value>,
     ) -> Result<Vec<u8>, Failure> {
         let value = self.settled(tc, returned, "the promise returned by the export")?;
+        let limits = &self.state.limits;
         let undefined: v8::Local<v8::Value> = v8::undefined(tc).into();
-        let check = function(tc, p.helpers, "checkOutput")?;
-        let problem = check
-            .call(tc, undefined, &[value])
+        let encode = function(tc, p.helpers, "encode")?;
+        let depth = v8::Integer::new(tc, i32::try_from(limits.output_depth).unwrap_or(i32::MAX));
+        let encoded = encode
+            .call(tc, undefined, &[value, depth.into()])
             .ok_or_else(|| self.fail(tc, FailureCode::OutputRejected))?;
-        if problem.is_string() {
-            return Err(Failure::new(
-                FailureCode::OutputRejected,
-                format!(
-                    "the export's return value is not JSON-compatible: {}",
-                    problem.to_rust_string_lossy(tc)
-                ),
-            ));
+        if let Ok(text) = v8::Local::<v8::String>::try_from(encoded) {
+            Failure::check_output(text.utf8_length(tc), limits)?;
+            return Ok(text.to_rust_string_lossy(tc).into_bytes());
         }
-        let stringify = function(tc, p.helpers, "stringify")?;
-        let text = stringify
-            .call(tc, undefined, &[value])
-            .ok_or_else(|| self.fail(tc, FailureCode::OutputRejected))?;
-        let Ok(text) = v8::Local::<v8::String>::try_from(text) else {
-            return Err(Failure::new(
-                FailureCode::OutputRejected,
-                "the export returned nothing JSON can encode",
-            ));
+        let refused = v8::Local::<v8::Object>::try_from(encoded).map_err(|_| {
+            Failure::new(
+                FailureCode::Internal,
+                "the prelude's encode returned no text",
+            )
+        })?;
+        let field = |name: &str| -> String {
+            v8::String::new(tc, name)
+                .and_then(|k| refused.get(tc, k.into()))
+                .map(|v| v.to_rust_string_lossy(tc))
+                .unwrap_or_default()
         };
-        let limit = self.state.limits.output_bytes;
-        let len = text.utf8_length(tc);
-        if len > limit {
-            return Err(Failure::limit(
-                Limit::OutputBytes,
-                format!("the output is {len} bytes of JSON; the limit is {limit} bytes"),
-            ));
-        }
-        Ok(text.to_rust_string_lossy(tc).into_bytes())
+        let code = field("code");
+        let message = field("message");
+        Err(Failure::unencodable(&code, &message, limits))
     }
 
     /// The value of `value` once the microtask queue drained: itself, or a promise's result.

@@ -201,9 +201,314 @@ pub fn console_is_captured_and_bounded(e: &mut dyn Engine) {
     )
     .unwrap();
     assert!(out.log.truncated());
-    let kept: usize = out.log.lines.iter().map(|l| l.message.len()).sum();
-    assert!(kept <= 64 * 1024 + 100, "kept {kept}");
-    assert!(out.log.lines.last().unwrap().message.contains("truncated"));
+    // Every line counts its text and its line break; what is kept is a prefix.
+    assert_eq!(out.log.lines.len(), 64 * 1024 / 1001);
+    assert_eq!(
+        out.log.kept_bytes() + out.log.dropped_bytes as usize,
+        200 * 1001
+    );
+}
+
+/// Empty lines are not free, and a hundred thousand of them are quick (the capture was
+/// quadratic: 4.6 s).
+pub fn console_counts_every_byte(e: &mut dyn Engine) {
+    let out = run(
+        e,
+        "export default () => { for (let i = 0; i < 100000; i++) console.log(); return {}; };",
+        json!({}),
+    )
+    .unwrap();
+    assert_eq!(out.log.lines.len(), 64 * 1024);
+    assert_eq!(out.log.dropped_bytes, 100_000 - 64 * 1024);
+    let limits = Limits {
+        log_bytes: 0,
+        ..Limits::default()
+    };
+    let out = run_with(
+        e,
+        &single("export default () => { console.log('abc'); console.log(''); return {}; };"),
+        None,
+        json!({}),
+        &[],
+        limits,
+    )
+    .unwrap();
+    assert!(out.log.lines.is_empty());
+    assert_eq!(out.log.dropped_bytes, 5);
+}
+
+/// Logging never throws into the module: lone surrogates become U+FFFD, values that cannot be
+/// formatted print as something.
+pub fn console_never_throws(e: &mut dyn Engine) {
+    let out = run(
+        e,
+        r#"export default () => {
+            const cyclic = {}; cyclic.self = cyclic;
+            console.log('a\uD800b', '\uDC00');
+            console.log(cyclic);
+            console.log(Object.create(null), { toJSON() { throw 1; }, toString() { throw 2; } });
+            console.log({ toJSON() { throw new Error('no'); } });
+            console.log(Symbol('s'), 10n, undefined, null);
+            console.info({ k: '\uD83D' });
+            return { ok: true };
+        };"#,
+        json!({}),
+    )
+    .unwrap();
+    let v: Value = serde_json::from_slice(&out.output).unwrap();
+    assert_eq!(v, json!({"ok": true}));
+    let messages: Vec<&str> = out.log.lines.iter().map(|l| l.message.as_str()).collect();
+    assert_eq!(messages[0], "a\u{FFFD}b \u{FFFD}");
+    assert_eq!(messages[1], "[object Object]");
+    assert_eq!(messages[2], "{} [unprintable]");
+    assert_eq!(messages[3], "[object Object]");
+    assert_eq!(messages[4], "Symbol(s) 10 undefined null");
+    // JSON.stringify escapes the lone surrogate, so the line is well-formed as it is.
+    assert_eq!(messages[5], "{\"k\":\"\\ud83d\"}");
+}
+
+/// Every route to the real clock that module code has: replaced intrinsics the prelude used to
+/// read at call time, subclassing, `new.target`, proxies, and stack frames handed out by
+/// `prepareStackTrace` while the real constructor waits on a `valueOf`.
+pub fn clock_capture_routes(e: &mut dyn Engine) {
+    let src = r#"
+        const real = new Map();
+        const note = (d) => { const t = d instanceof Object && typeof d.getTime === 'function' ? d.getTime() : d; real.set(real.size, t); };
+        export default () => {
+            const out = {};
+            const construct = Reflect.construct, apply = Reflect.apply;
+            // 1. A replaced Reflect.construct sees what the prelude constructs.
+            Reflect.construct = (t, a, n) => { try { note(new t()); } catch (_) {} return construct(t, a, n); };
+            out.construct = new Date().getTime();
+            Reflect.construct = construct;
+            // 2. A replaced Reflect.apply, Function.prototype.call/apply/bind.
+            Reflect.apply = (f, t, a) => { note(t); return apply(f, t, a); };
+            const call = Function.prototype.call, fapply = Function.prototype.apply;
+            Function.prototype.call = function (t, ...a) { note(t); return apply(this, t, a); };
+            Function.prototype.apply = function (t, a) { note(t); return apply(this, t, a); };
+            out.apply = [new Date().getTime(), Date.parse(Date()), Date.now()];
+            Reflect.apply = apply; Function.prototype.call = call; Function.prototype.apply = fapply;
+            // 3. A replaced Date.prototype.toString sees the date Date() formats.
+            const toString = Date.prototype.toString;
+            Date.prototype.toString = function () { note(this); return toString.call(this); };
+            out.string = Date.parse(Date());
+            Date.prototype.toString = toString;
+            // 4. Subclasses, new.target, proxies as new.target, the constructor of a date.
+            class Sub extends Date { constructor() { super(); } }
+            out.sub = [new Sub().getTime(), new Sub() instanceof Sub];
+            const getTime = Date.prototype.getTime;
+            out.target = getTime.call(Reflect.construct(Date, [], function () {}));
+            const trap = new Proxy(function () {}, { get(t, k) { note(new Error().stack); return Date.prototype; } });
+            out.proxy = Reflect.construct(Date, [], trap).getTime();
+            out.ctor = new (Object.getPrototypeOf(new Date()).constructor)().getTime();
+            out.proxied = new (new Proxy(Date, {}))().getTime();
+            // 5. Iterators and inherited setters the prelude might use on its own arrays.
+            const iter = Array.prototype[Symbol.iterator];
+            Array.prototype[Symbol.iterator] = function* () { note(this); yield* iter.call(this); };
+            Object.defineProperty(Array.prototype, '0', { set(v) { note(v); }, configurable: true });
+            out.arrays = [new Date().getTime(), new Date(5).getTime(), new Date(2020, 1).getFullYear()];
+            delete Array.prototype[0];
+            Array.prototype[Symbol.iterator] = iter;
+            // 6. Stack frames: every function on the stack while module code runs inside Date.
+            let frames = [];
+            Error.prepareStackTrace = (err, sites) => sites;
+            const probe = { valueOf() { const s = new Error().stack; if (typeof s !== 'string') frames = s; return 7; } };
+            out.valueOf = new Date(probe).getTime();
+            out.toPrimitive = new Date({ [Symbol.toPrimitive](hint) { frames.push(hint); return 8; } }).getTime();
+            out.stackIsText = typeof new Error().stack;
+            out.frames = frames.length > 1 ? frames.slice(0, -1).map((s) => typeof s) : frames;
+            Error.prepareStackTrace = undefined;
+            // 7. Parsing defaults missing parts without the clock; no Temporal back door.
+            note(Date.parse('Jan 1'));
+            out.temporal = typeof Date.prototype.toTemporalInstant;
+            // A time after 2023 can only come from the machine's clock.
+            out.real = [...real.values()].filter((t) => typeof t === 'number' && t > 1.7e12);
+            return out;
+        };"#;
+    let out = output(run(e, src, json!({})));
+    assert_eq!(out["real"], json!([]), "{out}");
+    assert_eq!(out["construct"], 0);
+    assert_eq!(out["apply"], json!([0, 0, 0]));
+    assert_eq!(out["string"], 0);
+    assert_eq!(out["sub"], json!([0, true]));
+    assert_eq!(out["target"], 0);
+    assert_eq!(out["proxy"], 0);
+    assert_eq!(out["ctor"], 0);
+    assert_eq!(out["proxied"], 0);
+    assert_eq!(out["arrays"], json!([0, 5, 2020]));
+    assert_eq!(out["valueOf"], 7);
+    assert_eq!(out["toPrimitive"], 8);
+    assert_eq!(
+        out["stackIsText"], "string",
+        "prepareStackTrace must not take effect"
+    );
+    assert_eq!(out["frames"], json!(["default"]), "{out}");
+    assert_eq!(out["temporal"], "undefined");
+}
+
+/// The prelude's helpers (output encoding, console, context) keep working whatever module code
+/// replaced before they ran.
+pub fn helpers_ignore_replaced_intrinsics(e: &mut dyn Engine) {
+    let src = r#"
+        export default () => {
+            for (const k of ['0', 'parent', 'key', 'depth', 'array', 'code', 'message']) {
+                Object.defineProperty(Object.prototype, k, { set() { throw new Error('setter ' + k); }, get() { return 'forged'; }, configurable: true });
+            }
+            JSON.stringify = () => '{"forged":true}';
+            Reflect.apply = () => { throw new Error('apply'); };
+            Reflect.construct = () => { throw new Error('construct'); };
+            Function.prototype.call = Function.prototype.apply = Function.prototype.bind = () => { throw new Error('call'); };
+            Object.freeze = Object.defineProperty = Object.create = () => { throw new Error('object'); };
+            Array.isArray = () => false;
+            Map.prototype.get = Map.prototype.set = () => { throw new Error('map'); };
+            String.prototype.isWellFormed = () => false;
+            String.prototype.toWellFormed = () => 'forged';
+            String.prototype.charCodeAt = () => 0xd800;
+            Number.prototype.valueOf = String.prototype.valueOf = Boolean.prototype.valueOf = () => 1;
+            Array.prototype[Symbol.iterator] = function* () { throw new Error('iterator'); };
+            console.log('still', { logs: [1] });
+            return { a: [1, { b: 'x' }], d: new Date(), n: NaN };
+        };"#;
+    let out = run(e, src, json!({})).unwrap();
+    let v: Value = serde_json::from_slice(&out.output).unwrap();
+    assert_eq!(
+        v,
+        json!({"a": [1, {"b": "x"}], "d": "1970-01-01T00:00:00.000Z", "n": null})
+    );
+    assert_eq!(out.log.lines[0].message, "still {\"logs\":[1]}");
+}
+
+/// Output values are what `JSON.stringify` makes of them, byte for byte, every time.
+pub fn outputs_follow_json_stringify(e: &mut dyn Engine) {
+    let src = r#"
+        const make = () => {
+            const shared = { s: 1 };
+            return {
+                a: 1, b: undefined, f() {}, sym: Symbol('x'), [Symbol('k')]: 1,
+                list: [1, undefined, () => 0, Symbol('y'), NaN, -0, Infinity, , 2],
+                n: NaN, inf: -Infinity, date: new Date(), later: new Date(86400000),
+                custom: { toJSON(key) { return { key, v: 1 }; } },
+                map: new Map([[1, 2]]), set: new Set([1]), boxed: [Object(1), Object('s'), Object(false)],
+                dag: [shared, shared], nested: { deeper: { x: [[[]]] } },
+                get getter() { return 'got'; }, proto: Object.create({ inherited: 1 }),
+                typed: new Uint8Array([1, 2]), nul: null, e: new Error('x'), re: /x/g,
+            };
+        };
+        export const expected = () => ({ text: JSON.stringify(make()) });
+        export default () => make();"#;
+    let b = single(src);
+    let first = run_with(e, &b, None, json!({}), &[], Limits::default()).unwrap();
+    let again = run_with(e, &b, None, json!({}), &[], Limits::default()).unwrap();
+    assert_eq!(first.output, again.output, "deterministic");
+    let expected = output(run_with(
+        e,
+        &b,
+        Some("expected"),
+        json!({}),
+        &[],
+        Limits::default(),
+    ));
+    assert_eq!(
+        String::from_utf8(first.output.clone()).unwrap(),
+        expected["text"].as_str().unwrap(),
+        "the output is JSON.stringify's text"
+    );
+    let v: Value = serde_json::from_slice(&first.output).unwrap();
+    assert_eq!(
+        v["list"],
+        json!([1, null, null, null, null, 0, null, null, 2])
+    );
+    assert_eq!(v["date"], "1970-01-01T00:00:00.000Z");
+    assert_eq!(v["custom"], json!({"key": "custom", "v": 1}));
+    assert_eq!(v["map"], json!({}));
+    assert_eq!(v["boxed"], json!([1, "s", false]));
+    assert!(v.get("b").is_none() && v.get("f").is_none() && v.get("sym").is_none());
+}
+
+pub fn outputs_json_cannot_carry_are_rejected(e: &mut dyn Engine) {
+    for (src, needle) in [
+        ("export default () => undefined;", "output is undefined"),
+        ("export default () => () => 1;", "output is function"),
+        (
+            "export default () => ({ toJSON() { return undefined; } });",
+            "output is undefined",
+        ),
+        (
+            "export default () => ({ a: { b: 10n } });",
+            "output.a.b is a BigInt",
+        ),
+        (
+            "export default () => { const o = { a: [] }; o.a.push(o); return o; };",
+            "output.a[0] is a cycle back to output",
+        ),
+        (
+            "export default () => { const o = { x: {} }; o.x.y = o.x; return o; };",
+            "output.x.y is a cycle back to output.x",
+        ),
+        (
+            r"export default () => ({ list: ['ok', 'a\uD800'] });",
+            "output.list[1] is a string with a lone surrogate (U+D800 at index 1)",
+        ),
+        (
+            r"export default () => ({ ['k\uDC01']: 1 });",
+            "a property name with a lone surrogate",
+        ),
+        (
+            r"export default () => ({ boxed: [new String('\uDBFF')] });",
+            "a string with a lone surrogate",
+        ),
+        (
+            "export default () => ({ t: { toJSON() { throw new Error('nope'); } } });",
+            "nope",
+        ),
+    ] {
+        let f = failure(run(e, src, json!({})));
+        assert_eq!(f.code, FailureCode::OutputRejected, "{src}: {f}");
+        assert!(f.message.contains(needle), "{src}: {}", f.message);
+    }
+    // A lone surrogate passed through unchanged would have been read back as invalid JSON.
+    let limits = Limits {
+        output_bytes: 1000,
+        ..Limits::default()
+    };
+    let f = failure(run_with(
+        e,
+        &single("export default () => ({ s: 'x'.repeat(2000) });"),
+        None,
+        json!({}),
+        &[],
+        limits,
+    ));
+    assert_eq!(f.limit, Some(Limit::OutputBytes));
+}
+
+/// One nesting limit for both engines, well inside what the host's JSON reader takes.
+pub fn output_depth_is_one_documented_limit(e: &mut dyn Engine) {
+    let nest = |levels: usize| {
+        format!(
+            "export default () => {{ let v = 1; for (let i = 1; i < {levels}; i++) v = [v]; return {{ v }}; }};"
+        )
+    };
+    let ok = output(run(e, &nest(100), json!({})));
+    let mut v = &ok["v"];
+    let mut depth = 1;
+    while let Some(inner) = v.get(0) {
+        v = inner;
+        depth += 1;
+    }
+    assert_eq!(depth, 100);
+    let f = failure(run(e, &nest(101), json!({})));
+    assert_eq!(f.code, FailureCode::ResourceLimit, "{f}");
+    assert_eq!(f.limit, Some(Limit::OutputDepth), "{f}");
+    assert!(f.message.contains("output.v[0][0]"), "{}", f.message);
+    assert!(
+        f.message.contains("output_depth limit is 100"),
+        "{}",
+        f.message
+    );
+    // Deep enough to overflow a recursive serializer: still the depth limit, not a crash.
+    let f = failure(run(e, &nest(100_000), json!({})));
+    assert_eq!(f.limit, Some(Limit::OutputDepth), "{f}");
 }
 
 pub fn exports_and_arguments(e: &mut dyn Engine) {
@@ -474,7 +779,7 @@ pub fn queued_jobs_do_not_cross_calls(e: &mut dyn Engine) {
     let f = failure(run_with(
         e,
         &single(
-            "export default () => { const spin = () => { console.log('spin'); return Promise.resolve().then(spin); }; spin(); return new Promise(() => {}); };",
+            "export default () => { const spin = () => { console.log('spin'); Promise.resolve().then(spin); }; spin(); return new Promise(() => {}); };",
         ),
         None,
         json!({}),
@@ -609,45 +914,6 @@ pub fn promises_settle_or_fail_clearly(e: &mut dyn Engine) {
     assert!(f.message.contains("RangeError: nope"), "{}", f.message);
 }
 
-pub fn outputs_must_be_json(e: &mut dyn Engine) {
-    for (src, needle) in [
-        ("export default () => undefined;", "undefined"),
-        (
-            "export default () => ({ f() {} });",
-            "output.f is a function",
-        ),
-        ("export default () => ({ s: Symbol('x') });", "symbol"),
-        ("export default () => ({ b: 10n });", "BigInt"),
-        (
-            "export default () => { const o = {}; o.self = o; return o; };",
-            "cycle",
-        ),
-        (
-            "export default () => ({ a: [1, undefined] });",
-            "output.a[1]",
-        ),
-        ("export default () => ({ m: new Map() });", "Map"),
-        ("export default () => ({ n: NaN });", "NaN"),
-    ] {
-        let f = failure(run(e, src, json!({})));
-        assert_eq!(f.code, FailureCode::OutputRejected, "{src}: {f}");
-        assert!(f.message.contains(needle), "{src}: {}", f.message);
-    }
-    let limits = Limits {
-        output_bytes: 1000,
-        ..Limits::default()
-    };
-    let f = failure(run_with(
-        e,
-        &single("export default () => ({ s: 'x'.repeat(2000) });"),
-        None,
-        json!({}),
-        &[],
-        limits,
-    ));
-    assert_eq!(f.limit, Some(Limit::OutputBytes));
-}
-
 pub fn syntax_errors_and_throws(e: &mut dyn Engine) {
     let f = failure(run(e, "export default () => { ;;; +++ };", json!({})));
     assert_eq!(f.code, FailureCode::ModuleRejected, "{f}");
@@ -703,6 +969,205 @@ pub fn pages_arrive_as_record_texts(e: &mut dyn Engine) {
     );
 }
 
+/// A pool of one worker process running `e`'s engine.
+fn engine_pool(e: &dyn Engine) -> Pool {
+    Pool::new(PoolConfig::new(super::pool::worker_command().engine(e.name())).size(1)).unwrap()
+}
+
+/// A 20 MB thrown string used to make a frame over 16 MiB, the worker exit, the call be retried
+/// and the restart budget go. Its message now crosses the worker bounded, with its length, and
+/// the same worker serves the next call.
+pub fn failure_messages_are_bounded_across_the_worker(e: &mut dyn Engine) {
+    let pool = engine_pool(e);
+    for mb in [10, 20] {
+        let mut c = Call::new(
+            single(&format!(
+                "export default () => {{ throw 'x'.repeat({mb} * 2 ** 20); }};"
+            )),
+            None,
+            b"{}".to_vec(),
+        );
+        c.idempotent = true;
+        c.limits = Limits::default().with_wall(std::time::Duration::from_secs(10));
+        let f = pool.call(&c).unwrap_err().failure;
+        assert_eq!(
+            f.code,
+            FailureCode::ExecutionFailed,
+            "{}",
+            &f.message[..200.min(f.message.len())]
+        );
+        assert!(
+            f.message.len() <= runx_worker::failure::MESSAGE_BYTES,
+            "{}",
+            f.message.len()
+        );
+        assert!(
+            f.message
+                .ends_with(&format!("[message truncated: {} bytes in total]", mb << 20)),
+            "{}",
+            &f.message[f.message.len() - 80..]
+        );
+    }
+    let pids = pool.worker_pids();
+    let ok = pool
+        .call(&Call::new(
+            single("export default () => ({ ok: 1 });"),
+            None,
+            b"{}".to_vec(),
+        ))
+        .unwrap();
+    assert_eq!(pids, vec![ok.worker_pid], "no worker was lost");
+}
+
+/// Zero is not "unlimited", and no limit goes above its ceiling: the worker answers such a call
+/// `invalid_request`, and the pool refuses it before sending it.
+pub fn limits_out_of_range_are_invalid_requests(e: &mut dyn Engine) {
+    let c = Limits::CEILING;
+    let pool = engine_pool(e);
+    for bad in [
+        Limits { heap_bytes: 0, ..c },
+        Limits {
+            stack_bytes: 0,
+            ..c
+        },
+        Limits {
+            heap_bytes: c.heap_bytes * 2,
+            ..c
+        },
+        Limits {
+            stack_bytes: c.stack_bytes + 1,
+            ..c
+        },
+    ] {
+        let mut call = Call::new(single("export default () => ({});"), None, b"{}".to_vec());
+        call.limits = bad;
+        let f = pool.call(&call).unwrap_err().failure;
+        assert_eq!(f.code, FailureCode::InvalidRequest, "{bad:?}: {f}");
+        // The worker itself refuses it too, whoever sent it.
+        let bundle = single("export default () => ({});");
+        let header = runx_worker::protocol::Header::new(
+            9,
+            runx_worker::protocol::Message::Invoke {
+                bundle_digest: bundle.digest(),
+                bundle: Some((*bundle).clone()),
+                export: None,
+                environment: BTreeMap::new(),
+                limits: bad,
+                input_len: 2,
+                page: None,
+            },
+        );
+        let reply = raw_exchange(e.name(), &header.to_bytes(), b"{}");
+        assert_eq!(reply["call_id"], 9);
+        assert_eq!(
+            reply["failure"]["code"], "invalid_request",
+            "{bad:?}: {reply}"
+        );
+    }
+}
+
+/// Sends one frame to a fresh worker process of `engine` and returns its first reply header.
+fn raw_exchange(engine: &str, header: &[u8], tail: &[u8]) -> Value {
+    use std::io::Write;
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_runx-worker"))
+        .args(["--engine", engine])
+        .env_clear()
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut input = Vec::new();
+    runx_worker::frame::write_frame(&mut input, header, &[tail]).unwrap();
+    child.stdin.take().unwrap().write_all(&input).unwrap();
+    let out = child.wait_with_output().unwrap();
+    let mut r: &[u8] = &out.stdout;
+    let frame = runx_worker::frame::read_frame(&mut r).unwrap().unwrap();
+    let (h, _) = runx_worker::frame::split_payload(&frame).unwrap();
+    serde_json::from_slice(h).unwrap()
+}
+
+/// Under `ulimit -s 512` deep recursion aborted the worker (SIGABRT, `worker_crashed`): the
+/// engine ran on the main thread, whose stack the caller sets. It runs on a thread whose stack
+/// the worker sets, so the caller's limit no longer matters.
+pub fn deep_recursion_under_a_small_host_stack(e: &mut dyn Engine) {
+    let worker = env!("CARGO_BIN_EXE_runx-worker");
+    let command = runx_worker::process::WorkerCommand::new("/bin/sh")
+        .arg("-c")
+        .arg("ulimit -s 512 && exec /usr/bin/env -i \"$0\" \"$@\"")
+        .arg(worker)
+        .arg("--engine")
+        .arg(e.name());
+    let pool = Pool::new(PoolConfig::new(command).size(1)).unwrap();
+    let recurse = Call::new(
+        single("function f(n) { return f(n + 1) + 1; } export default () => ({ v: f(0) });"),
+        None,
+        b"{}".to_vec(),
+    );
+    for _ in 0..2 {
+        let f = pool.call(&recurse).unwrap_err().failure;
+        assert_eq!(f.code, FailureCode::ResourceLimit, "{f}");
+        assert_eq!(f.limit, Some(Limit::StackBytes), "{f}");
+    }
+    let deep = Call::new(
+        single(
+            "function f(n) { return n === 0 ? 0 : f(n - 1) + 1; } export default () => ({ v: f(500) });",
+        ),
+        None,
+        b"{}".to_vec(),
+    );
+    let ok = pool.call(&deep).unwrap();
+    assert_eq!(
+        serde_json::from_slice::<Value>(&ok.output).unwrap(),
+        json!({"v": 500})
+    );
+}
+
+/// The worker process confines itself before any module runs: no descriptor but its pipes (not
+/// even one the caller left open for it), no-new-privileges, a seccomp filter, and no root.
+pub fn worker_process_is_confined(e: &mut dyn Engine) {
+    // An inheritable descriptor in the caller, as `exec 7<file` in a shell would leave one.
+    let leaked = nix::unistd::dup(std::io::stderr()).unwrap();
+    let pool = engine_pool(e);
+    let r = pool
+        .call(&Call::new(
+            single("export default () => ({});"),
+            None,
+            b"{}".to_vec(),
+        ))
+        .unwrap();
+    drop(leaked);
+    let pid = r.worker_pid;
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let field = |name: &str| {
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix(&format!("{name}:")))
+            .map(|v| v.split_whitespace().collect::<Vec<_>>())
+            .unwrap_or_default()
+    };
+    assert_eq!(field("NoNewPrivs"), ["1"], "{status}");
+    assert_eq!(field("Seccomp"), ["2"], "a filter is installed: {status}");
+    assert!(field("Uid").iter().all(|u| *u != "0"), "{status}");
+    assert!(field("Gid").iter().all(|g| *g != "0"), "{status}");
+    assert!(field("Groups").iter().all(|g| *g != "0"), "{status}");
+    let mut fds: Vec<i32> = std::fs::read_dir(format!("/proc/{pid}/fd"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_str().unwrap().parse().unwrap())
+        .collect();
+    fds.sort();
+    assert_eq!(
+        fds,
+        [0, 1, 2, 3],
+        "only its own pipes and its descriptor channel"
+    );
+    let channel = std::fs::read_link(format!("/proc/{pid}/fd/3")).unwrap();
+    assert!(
+        channel.to_string_lossy().starts_with("socket:"),
+        "fd 3 is the channel: {channel:?}"
+    );
+}
+
 /// Instantiates every conformance test for one engine.
 macro_rules! engine_suite {
     ($module:ident, $make:expr) => {
@@ -737,7 +1202,17 @@ macro_rules! engine_suite {
             case!(heap_budget_starts_over);
             case!(narrowed_limits_apply);
             case!(promises_settle_or_fail_clearly);
-            case!(outputs_must_be_json);
+            case!(outputs_follow_json_stringify);
+            case!(outputs_json_cannot_carry_are_rejected);
+            case!(output_depth_is_one_documented_limit);
+            case!(console_counts_every_byte);
+            case!(console_never_throws);
+            case!(clock_capture_routes);
+            case!(helpers_ignore_replaced_intrinsics);
+            case!(failure_messages_are_bounded_across_the_worker);
+            case!(limits_out_of_range_are_invalid_requests);
+            case!(deep_recursion_under_a_small_host_stack);
+            case!(worker_process_is_confined);
             case!(syntax_errors_and_throws);
             case!(pages_arrive_as_record_texts);
         }

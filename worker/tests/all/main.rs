@@ -5,6 +5,7 @@ mod conformance;
 mod pages;
 mod pool;
 mod protocol;
+mod sandbox;
 
 use runx_worker::bundle::ModuleBundle;
 use std::sync::Arc;

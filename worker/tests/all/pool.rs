@@ -338,3 +338,68 @@ fn a_call_cancelled_before_it_starts_never_reaches_a_worker() {
     assert_eq!(e.failure.code, FailureCode::Interrupted);
     assert!(p.worker_pids().is_empty(), "a worker was started for it");
 }
+
+/// Losses are charged to the module that was running: one that keeps losing its workers is
+/// refused on its own, and another module in the same pool (another package's cases in one
+/// harness run) still gets workers.
+#[test]
+fn a_crashing_module_does_not_spend_another_modules_workers() {
+    let mut cfg = PoolConfig::new(worker_command()).size(1);
+    cfg.restart_budget = 1;
+    cfg.backoff = Duration::from_millis(1);
+    let p = Pool::new(cfg).unwrap();
+    // The spinning module's worker is killed under it, every time.
+    let mut spin = call("export default () => { while (true) {} };", json!({}));
+    spin.limits = Limits::default().with_wall(Duration::from_secs(5));
+    let spin_killed = |p: &Pool| {
+        let q = p.clone();
+        let killer = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(300));
+            for pid in q.worker_pids() {
+                let _ = nix::sys::signal::kill(
+                    nix::unistd::Pid::from_raw(pid as i32),
+                    nix::sys::signal::Signal::SIGKILL,
+                );
+            }
+        });
+        let e = p.call(&spin).unwrap_err();
+        killer.join().unwrap();
+        e.failure
+    };
+    for _ in 0..2 {
+        let f = spin_killed(&p);
+        assert_eq!(f.code, FailureCode::WorkerCrashed, "{f}");
+        assert!(f.message.contains("signal 9"), "{f}");
+    }
+    let refused = p.call(&spin).unwrap_err().failure;
+    assert!(refused.message.contains("this module lost"), "{refused}");
+    // Another module is served as if nothing happened.
+    let ok = p
+        .call(&call("export default () => ({ ok: 1 });", json!({})))
+        .unwrap();
+    assert_eq!(out(&ok), json!({"ok": 1}));
+}
+
+/// Killing a worker at its wall is a retirement, not a loss: a module that times out again and
+/// again keeps getting typed wall failures, never "restart budget spent".
+#[test]
+fn timeouts_spend_no_restart_budget() {
+    let mut cfg = PoolConfig::new(worker_command()).size(1);
+    cfg.restart_budget = 0;
+    let p = Pool::new(cfg).unwrap();
+    // A native sort the interrupt never sees: the host kills the worker at wall + grace.
+    let mut c = call(
+        "export default () => { const a = new Float64Array(6e6); for (let i = 0; i < 40; i++) a.sort(); return {}; };",
+        json!({}),
+    );
+    c.limits = Limits::default().with_wall(Duration::from_secs(1));
+    for _ in 0..3 {
+        let e = p.call(&c).unwrap_err();
+        assert_eq!(
+            e.failure.limit,
+            Some(Limit::WallMilliseconds),
+            "{}",
+            e.failure
+        );
+    }
+}

@@ -1,7 +1,13 @@
 //! The worker's side of the frame protocol, driven with raw bytes through its stdin.
 
+use proptest::prelude::*;
+use runx_worker::bundle::ModuleBundle;
+use runx_worker::engine::{ConsoleLog, Engine, EngineCall, EngineOutput, MemoryCap};
+use runx_worker::failure::Failure;
 use runx_worker::frame::{read_frame, split_payload, write_frame};
-use runx_worker::protocol::{Header, Message};
+use runx_worker::limits::Limits;
+use runx_worker::protocol::{Header, Message, PageLayout};
+use runx_worker::serve::serve;
 use serde_json::Value;
 use std::io::Write;
 use std::process::{Command, Stdio};
@@ -231,4 +237,280 @@ fn a_worker_whose_host_pipe_closes_exits_at_once() {
         std::thread::sleep(Duration::from_millis(10));
     }
     drop(stdin);
+}
+
+/// A stand-in engine for the request path: it answers `{"ok":true}`, or sleeps first when the
+/// input says so. The worker's own checks (limits, layout, sizes, the wall at return) are what
+/// these tests are about, not JavaScript.
+struct Stub;
+
+impl Engine for Stub {
+    fn name(&self) -> &'static str {
+        "stub"
+    }
+
+    fn memory_cap(&self) -> MemoryCap {
+        MemoryCap::AddressSpace(1 << 30)
+    }
+
+    fn call(&mut self, call: &EngineCall<'_>) -> Result<EngineOutput, (Failure, ConsoleLog)> {
+        let input: Value = serde_json::from_slice(call.input).unwrap_or_default();
+        if let Some(ms) = input.get("sleep_ms").and_then(Value::as_u64) {
+            std::thread::sleep(std::time::Duration::from_millis(ms));
+        }
+        let output = match input.get("emit").and_then(Value::as_str) {
+            Some(text) => text.as_bytes().to_vec(),
+            None => br#"{"ok":true}"#.to_vec(),
+        };
+        Ok(EngineOutput {
+            output,
+            log: ConsoleLog::default(),
+        })
+    }
+}
+
+/// Serves `input` (whole frames) in-process with the stub engine; returns the reply headers.
+fn serve_stub(input: &[u8]) -> Vec<Value> {
+    let mut out = Vec::new();
+    let _ = serve(&mut Stub, input, &mut out);
+    let mut r: &[u8] = &out;
+    let mut headers = Vec::new();
+    while let Ok(Some(frame)) = read_frame(&mut r) {
+        let (h, _) = split_payload(&frame).unwrap();
+        headers.push(serde_json::from_slice(h).unwrap());
+    }
+    headers
+}
+
+fn invoke_frame(call_id: u64, limits: Limits, input: &[u8]) -> Vec<u8> {
+    let bundle =
+        ModuleBundle::from_sources("main.mjs", [("main.mjs", "export default () => ({});")]);
+    let header = Header::new(
+        call_id,
+        Message::Invoke {
+            bundle_digest: bundle.digest(),
+            bundle: Some(bundle),
+            export: None,
+            environment: Default::default(),
+            limits,
+            input_len: input.len() as u32,
+            page: None,
+        },
+    );
+    let mut v = Vec::new();
+    write_frame(&mut v, &header.to_bytes(), &[input]).unwrap();
+    v
+}
+
+/// A call that comes back after its wall (time spent where the engine's interrupt never
+/// looked) is a wall failure, not a result.
+#[test]
+fn a_call_returning_after_its_wall_is_a_wall_failure() {
+    let limits = Limits {
+        wall_milliseconds: 50,
+        ..Limits::default()
+    };
+    let replies = serve_stub(&invoke_frame(1, limits, br#"{"sleep_ms":120}"#));
+    assert_eq!(replies[0]["type"], "failure", "{}", replies[0]);
+    assert_eq!(replies[0]["failure"]["code"], "resource_limit");
+    assert_eq!(replies[0]["failure"]["limit"], "wall_milliseconds");
+    let replies = serve_stub(&invoke_frame(2, limits, br#"{"sleep_ms":0}"#));
+    assert_eq!(replies[0]["type"], "result", "{}", replies[0]);
+}
+
+/// Whatever an engine hands back must be JSON the host can read: a lone surrogate escape is
+/// refused by the worker, not found by the host.
+#[test]
+fn output_the_host_cannot_read_is_refused_by_the_worker() {
+    let input = serde_json::to_vec(&serde_json::json!({"emit": "{\"s\":\"\\ud800\"}"})).unwrap();
+    let replies = serve_stub(&invoke_frame(1, Limits::default(), &input));
+    assert_eq!(
+        replies[0]["failure"]["code"], "output_rejected",
+        "{}",
+        replies[0]
+    );
+}
+
+#[test]
+fn zero_or_oversized_limits_are_invalid_requests() {
+    let c = Limits::CEILING;
+    for bad in [
+        Limits { heap_bytes: 0, ..c },
+        Limits {
+            stack_bytes: 0,
+            ..c
+        },
+        Limits {
+            heap_bytes: c.heap_bytes + 1,
+            ..c
+        },
+        Limits {
+            stack_bytes: usize::MAX,
+            ..c
+        },
+        Limits {
+            wall_milliseconds: 0,
+            ..c
+        },
+        Limits {
+            input_bytes: 0,
+            ..c
+        },
+        Limits {
+            output_depth: 0,
+            ..c
+        },
+    ] {
+        let replies = serve_stub(&invoke_frame(7, bad, b"{}"));
+        assert_eq!(replies[0]["call_id"], 7);
+        assert_eq!(
+            replies[0]["failure"]["code"], "invalid_request",
+            "{bad:?}: {}",
+            replies[0]
+        );
+    }
+}
+
+/// A bundle's module paths count toward its source limit: 60,000 names of empty modules are
+/// 13 MB, not 0 bytes.
+#[test]
+fn module_names_count_toward_the_source_limit() {
+    let mut modules: Vec<(String, String)> = (0..60_000)
+        .map(|i| (format!("{}{i}.mjs", "m".repeat(200)), String::new()))
+        .collect();
+    modules.push((
+        "main.mjs".to_string(),
+        "export default () => ({});".to_string(),
+    ));
+    let bundle = ModuleBundle::from_sources("main.mjs", modules);
+    assert!(bundle.source_bytes() > Limits::CEILING.source_bytes);
+    let header = Header::new(
+        3,
+        Message::Invoke {
+            bundle_digest: bundle.digest(),
+            bundle: Some(bundle),
+            export: None,
+            environment: Default::default(),
+            limits: Limits::default(),
+            input_len: 2,
+            page: None,
+        },
+    );
+    let mut input = Vec::new();
+    write_frame(&mut input, &header.to_bytes(), &[b"{}"]).unwrap();
+    let replies = serve_stub(&input);
+    assert_eq!(
+        replies[0]["failure"]["limit"], "source_bytes",
+        "{}",
+        replies[0]
+    );
+}
+
+/// The number of cases of each property test: modest in CI, and as many as
+/// `RUNX_PROPTEST_CASES` says for a long run (the README records one of a million each).
+fn cases() -> u32 {
+    std::env::var("RUNX_PROPTEST_CASES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(256)
+}
+
+fn any_limit(ceiling: u64) -> impl Strategy<Value = u64> {
+    prop_oneof![
+        Just(0u64),
+        1..=ceiling,
+        Just(ceiling),
+        Just(ceiling + 1),
+        (ceiling + 1)..u64::from(u32::MAX),
+    ]
+}
+
+fn any_limits() -> impl Strategy<Value = Limits> {
+    let c = Limits::CEILING;
+    (
+        any_limit(c.input_bytes as u64),
+        any_limit(c.output_bytes as u64),
+        any_limit(c.heap_bytes as u64),
+        any_limit(c.stack_bytes as u64),
+        any_limit(30_000),
+        any_limit(c.log_bytes as u64),
+        any_limit(c.output_depth as u64),
+    )
+        .prop_map(move |(i, o, h, s, w, l, d)| Limits {
+            input_bytes: i as usize,
+            output_bytes: o as usize,
+            heap_bytes: h as usize,
+            stack_bytes: s as usize,
+            wall_milliseconds: w,
+            log_bytes: l as usize,
+            output_depth: d as usize,
+            ..c
+        })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(cases()))]
+
+    /// Every invoke gets exactly one answer under its own call id: `invalid_request` when its
+    /// limits are out of range or its tail does not match its declared layout, the input limit
+    /// when the input is too large, else a result. Nothing panics or hangs.
+    #[test]
+    fn invoke_requests_are_validated(
+        call_id in any::<u64>(),
+        limits in any_limits(),
+        input in proptest::collection::vec(any::<u8>(), 0..64),
+        declared in proptest::option::of(0u32..128),
+        page in proptest::option::of((0u32..16, 0u32..8, 0u32..64)),
+        extra in proptest::collection::vec(any::<u8>(), 0..128),
+    ) {
+        let bundle = ModuleBundle::from_sources("main.mjs", [("main.mjs", "")]);
+        let input_len = declared.unwrap_or(input.len() as u32);
+        let header = Header::new(call_id, Message::Invoke {
+            bundle_digest: bundle.digest(),
+            bundle: Some(bundle),
+            export: None,
+            environment: Default::default(),
+            limits,
+            input_len,
+            page: page.map(|(meta_len, record_count, blob_len)| PageLayout { meta_len, record_count, blob_len, range: None }),
+        });
+        let mut tail = input.clone();
+        tail.extend_from_slice(&extra);
+        let mut frame = Vec::new();
+        write_frame(&mut frame, &header.to_bytes(), &[&tail]).unwrap();
+        let replies = serve_stub(&frame);
+        prop_assert_eq!(replies.len(), 1);
+        let reply = &replies[0];
+        prop_assert_eq!(reply["call_id"].as_u64(), Some(call_id));
+        let code = reply["failure"]["code"].as_str().unwrap_or("result");
+        if limits.check().is_err() {
+            prop_assert_eq!(code, "invalid_request");
+        } else if reply["type"] == "result" {
+            // Only a tail that matches its layout and fits the input limit gets this far.
+            prop_assert!(tail.len() <= limits.input_bytes);
+            prop_assert!(input_len as usize <= tail.len());
+        } else {
+            prop_assert!(
+                code == "invalid_request" || reply["failure"]["limit"] == "input_bytes",
+                "{}", reply
+            );
+        }
+    }
+
+    /// Arbitrary bytes as a frame payload, or as a whole stream, never panic the worker and are
+    /// answered or end the stream.
+    #[test]
+    fn arbitrary_requests_are_answered(
+        payload in proptest::collection::vec(any::<u8>(), 0..256),
+        raw in proptest::collection::vec(any::<u8>(), 0..64),
+    ) {
+        let mut framed = Vec::new();
+        write_frame(&mut framed, &payload, &[]).unwrap();
+        let replies = serve_stub(&framed);
+        prop_assert!(replies.len() <= 1);
+        for r in &replies {
+            prop_assert!(r["type"] == "failure" || r["type"] == "ready" || r["type"] == "healthy", "{}", r);
+        }
+        let _ = serve_stub(&raw);
+    }
 }
