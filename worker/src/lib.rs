@@ -5,7 +5,7 @@
 //! JavaScript runtime; skill packages, inputs and receipts live in `runx-runtime`.
 //!
 //! - [`engine`]: the engine seam, [`quickjs`] its default implementation, and (feature `v8`)
-//!   `v8`, V8 through deno_core.
+//!   `v8`, V8 through the `v8` crate: one isolate per worker, a fresh context per call.
 //! - [`bundle`] and [`specifier`]: the module closure and the one rule for what an import may name.
 //! - [`frame`] and [`protocol`]: length-prefixed frames between host and worker.
 //! - [`serve`]: the worker process loop (`runx __worker`, or the `runx-worker` binary);

@@ -285,15 +285,7 @@ pub const ALLOWED: &[(&str, i64)] = &[
 pub const ENGINE_ALLOWED: &[(&str, &[(&str, i64)])] = &[(
     "v8",
     &[
-        // deno_core's executor (tokio): its poller, waker and signal pipe, and `fatal::answer`
-        // duplicating stdout.
-        ("epoll_create1", libc::SYS_epoll_create1),
-        ("epoll_ctl", libc::SYS_epoll_ctl),
-        #[cfg(target_arch = "x86_64")]
-        ("epoll_wait", libc::SYS_epoll_wait),
-        ("epoll_pwait", libc::SYS_epoll_pwait),
-        ("eventfd2", libc::SYS_eventfd2),
-        ("socketpair", libc::SYS_socketpair),
+        // `fatal::answer` duplicating stdout before V8 ends the process.
         ("fcntl", libc::SYS_fcntl),
         // V8's platform: CPU and memory facts, thread scheduling, memory protection keys (where
         // the CPU has them; elsewhere `pkey_alloc` fails and V8 goes on without).
