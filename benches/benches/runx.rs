@@ -29,6 +29,8 @@ use std::time::{Duration, Instant};
 
 /// Runs of each throughput measurement (median and spread are over these).
 const RUNS: usize = 3;
+/// Rounds of a paged run through runx and a run of the engine alone, back to back.
+const ROUNDS: usize = 5;
 /// Independent skill runs of the pool-scaling workload.
 const K: usize = 8;
 
@@ -79,7 +81,7 @@ fn main() {
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
     let engines = engines_answering(&worker);
     println!(
-        "runx benchmarks: engines {engines:?}, sizes {sizes:?} MiB (RUNX_BENCH_SIZES_MIB), page sizes 256 KiB / 1 MiB / 4 MiB, {RUNS} runs each, {cpus} CPUs"
+        "runx benchmarks: engines {engines:?}, sizes {sizes:?} MiB (RUNX_BENCH_SIZES_MIB), page sizes 256 KiB / 1 MiB / 4 MiB, {ROUNDS} rounds of a paged run and the engine alone back to back, {RUNS} runs of everything else, {cpus} CPUs"
     );
     let payload = Limits::default()
         .input_bytes
@@ -318,8 +320,14 @@ struct EngineCell {
     paged: f64,
     /// Median MB/s of the same module on pre-framed pages in-process.
     alone: Option<f64>,
+    /// Median over rounds of runx's throughput over the engine's alone, each round's two runs
+    /// made one after the other.
+    paired: Option<f64>,
     /// Share of the paged wall spent in JavaScript, in %.
     javascript_percent: f64,
+    /// Share of the paged wall spent outside JavaScript and outside the framing that overlaps
+    /// it (admission, transport, result handling), in %.
+    outside_percent: f64,
 }
 
 /// What the later sections need of one archive size.
@@ -359,7 +367,7 @@ fn throughput(
     }
     let mb = data.len() as f64 / 1e6;
     println!(
-        "\npage throughput: {size_mib} MiB archive ({} bytes), {records} records of ~{} bytes, {RUNS} runs each",
+        "\npage throughput: {size_mib} MiB archive ({} bytes), {records} records of ~{} bytes, {ROUNDS} rounds (Node.js: {RUNS} runs)",
         data.len(),
         data.len() / records.max(1)
     );
@@ -447,7 +455,9 @@ fn throughput(
     })
 }
 
-/// One engine at one page size: the paged runs through runx and the engine alone.
+/// One engine at one page size: rounds of a paged run through runx followed at once by a run
+/// of the engine alone, so that each ratio compares two runs made under the same load (this
+/// machine's speed drifts by more than the overhead being measured).
 fn paged_cell(
     rt: &Runtime,
     bench: &Bench,
@@ -458,8 +468,16 @@ fn paged_cell(
 ) -> Option<(EngineCell, Duration)> {
     let label = page_label(page_bytes);
     let mb = data.len() as f64 / 1e6;
+    let mut alone = match Alone::new(data, page_bytes, name) {
+        Ok(a) => Some(a),
+        Err(e) => {
+            println!("      {name} in-process: cannot frame the pages: {e}");
+            None
+        }
+    };
     let mut runs = Vec::new();
-    for _ in 0..RUNS {
+    let mut alone_times = Vec::new();
+    for _ in 0..ROUNDS {
         match bench.run_pages(rt, page_bytes, None) {
             Ok(r) if r.records == records as u64 => runs.push(r),
             Ok(r) => {
@@ -474,7 +492,24 @@ fn paged_cell(
                 return None;
             }
         }
+        if let Some(a) = alone.as_mut() {
+            match a.run(records) {
+                Ok(t) => alone_times.push(t),
+                Err(e) => {
+                    println!("      {name} in-process: failed: {e}");
+                    alone = None;
+                    alone_times.clear();
+                }
+            }
+        }
     }
+    // runx / engine alone in throughput = engine time / runx time, round by round.
+    let mut ratios: Vec<f64> = runs
+        .iter()
+        .zip(&alone_times)
+        .map(|(r, a)| a.as_secs_f64() / r.wall.as_secs_f64())
+        .collect();
+    ratios.sort_by(f64::total_cmp);
     runs.sort_by_key(|r| r.wall);
     let median = &runs[runs.len() / 2];
     let (fast, slow) = (runs[0].wall, runs[runs.len() - 1].wall);
@@ -492,27 +527,27 @@ fn paged_cell(
         "      split of the median run: {}",
         split_line(&median.split)
     );
-    let alone = match engine_limit(data, page_bytes, records, name) {
-        Ok(mut e) => {
-            let s = stats(&mut e);
-            println!(
-                "      {name} in-process, fresh context per page: median {:>6.1} MB/s (spread {:.1}–{:.1}); paged/engine time = {:.2}x (runtime overhead)",
-                mb / s.p50.as_secs_f64(),
-                mb / s.max.as_secs_f64(),
-                mb / s.min.as_secs_f64(),
-                secs / s.p50.as_secs_f64()
-            );
-            Some(mb / s.p50.as_secs_f64())
-        }
-        Err(e) => {
-            println!("      {name} in-process: failed: {e}");
-            None
-        }
-    };
+    let alone_rate = (!alone_times.is_empty()).then(|| {
+        let s = stats(&mut alone_times);
+        println!(
+            "      {name} in-process, fresh context per page: median {:>6.1} MB/s (spread {:.1}–{:.1}); runx / engine alone, paired by round: median {:.2} ({:.2}–{:.2})",
+            mb / s.p50.as_secs_f64(),
+            mb / s.max.as_secs_f64(),
+            mb / s.min.as_secs_f64(),
+            ratios[ratios.len() / 2],
+            ratios[0],
+            ratios[ratios.len() - 1],
+        );
+        mb / s.p50.as_secs_f64()
+    });
     let cell = EngineCell {
         paged: mb / secs,
-        alone,
+        alone: alone_rate,
+        paired: (!ratios.is_empty()).then(|| ratios[ratios.len() / 2]),
         javascript_percent: median.split.percent(median.split.engine_ms),
+        outside_percent: median.split.percent(
+            median.split.admission_ms + median.split.transport_ms + median.split.result_ms,
+        ),
     };
     Some((cell, median.wall))
 }
@@ -554,28 +589,36 @@ fn frame_pages(data: &[u8], page_bytes: usize) -> Result<Vec<FramedPage>, String
 }
 
 /// The same module over the same pages run directly in the engine `name`: fresh context per
-/// page, no framing, pool or protocol in the timing. One time per run.
-fn engine_limit(
-    data: &[u8],
-    page_bytes: usize,
-    records: usize,
-    name: &str,
-) -> Result<Vec<Duration>, String> {
-    let limits = Limits::default().with_wall(Duration::from_secs(600));
-    let pages = frame_pages(data, page_bytes)?;
-    let b = bundle(AGGREGATE_MODULE);
-    let env = BTreeMap::new();
-    let mut engine = engine(name);
-    let mut times = Vec::new();
-    for _ in 0..RUNS {
+/// page, no framing, pool or protocol in the timing.
+struct Alone {
+    pages: Vec<FramedPage>,
+    bundle: Arc<ModuleBundle>,
+    engine: Box<dyn Engine>,
+}
+
+impl Alone {
+    /// Frames `data` once, as the runtime would, for runs of the engine `name`.
+    fn new(data: &[u8], page_bytes: usize, name: &str) -> Result<Alone, String> {
+        Ok(Alone {
+            pages: frame_pages(data, page_bytes)?,
+            bundle: bundle(AGGREGATE_MODULE),
+            engine: engine(name),
+        })
+    }
+
+    /// One pass over every page; fails unless the module counted `records` records.
+    fn run(&mut self, records: usize) -> Result<Duration, String> {
+        let limits = Limits::default().with_wall(Duration::from_secs(600));
+        let env = BTreeMap::new();
         let t = Instant::now();
         let mut state = "null".to_string();
         let mut counted = 0;
-        for (i, (blob, ends, eof)) in pages.iter().enumerate() {
+        for (i, (blob, ends, eof)) in self.pages.iter().enumerate() {
             let meta = format!("{{\"page_index\":{i},\"eof\":{eof},\"state\":{state}}}");
-            let out = engine
+            let out = self
+                .engine
                 .call(&EngineCall {
-                    bundle: &b,
+                    bundle: &self.bundle,
                     export: Some("page"),
                     input: b"{}",
                     page: Some(PageInput {
@@ -592,12 +635,12 @@ fn engine_limit(
             state = v["runx_page"]["state"].to_string();
             counted = v["records"].as_u64().unwrap_or(counted);
         }
-        times.push(t.elapsed());
+        let took = t.elapsed();
         if counted != records as u64 {
             return Err(format!("{counted} records counted, {records} expected"));
         }
+        Ok(took)
     }
-    Ok(times)
 }
 
 /// The Node.js version, when `node` runs.
@@ -899,8 +942,10 @@ fn summary(engines: &[&str], latencies: &[Latency], rows: &[SizeRow], node: Opti
     let mut head = String::from("| archive | page |");
     let mut rule = String::from("|---|---|");
     for e in engines {
-        head.push_str(&format!(" {e} paged MB/s | {e} alone MB/s |"));
-        rule.push_str("---|---|");
+        head.push_str(&format!(
+            " {e} paged MB/s | {e} alone MB/s | {e} runx/alone (paired) | {e} outside JS |"
+        ));
+        rule.push_str("---|---|---|---|");
     }
     head.push_str(&format!(" Node.js {} MB/s |", node.unwrap_or("(absent)")));
     rule.push_str("---|");
@@ -916,10 +961,12 @@ fn summary(engines: &[&str], latencies: &[Latency], rows: &[SizeRow], node: Opti
             let mut line = format!("| {} MiB | {} |", r.size_mib, page_label(*page));
             for c in &r.cells[i] {
                 line.push_str(&format!(
-                    " {:.1} ({:.0}% JS) | {} |",
+                    " {:.1} ({:.0}% JS) | {} | {} | {:.1}% |",
                     c.paged,
                     c.javascript_percent,
-                    num(c.alone)
+                    num(c.alone),
+                    num_ratio(c.paired),
+                    c.outside_percent
                 ));
             }
             line.push_str(&format!(" {} |", num(r.node[i])));
