@@ -378,14 +378,7 @@ fn runx_choosing_engine(cwd: &Path, args: &[&str]) -> (Value, i32) {
         .stdin(Stdio::null())
         .output()
         .unwrap();
-    let text = String::from_utf8_lossy(&out.stdout);
-    let v: Value = serde_json::from_str(text.trim()).unwrap_or_else(|e| {
-        panic!(
-            "stdout is not one JSON object ({e}): {text}\nstderr: {}",
-            String::from_utf8_lossy(&out.stderr)
-        )
-    });
-    (v, out.status.code().unwrap_or(-1))
+    json_of(&out)
 }
 
 /// A package whose runner prefers `engine` and reports which engine ran it (a V8 stack starts

@@ -62,7 +62,11 @@ pub fn run_in(cwd: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
 pub fn json_in(cwd: &Path, args: &[&str], env: &[(&str, &str)]) -> (Value, i32) {
     let mut all: Vec<&str> = args.to_vec();
     all.push("--json");
-    let out = run_in(cwd, &all, env);
+    json_of(&run_in(cwd, &all, env))
+}
+
+/// The one JSON object a `--json` run printed on stdout, and its exit code.
+pub fn json_of(out: &std::process::Output) -> (Value, i32) {
     let text = String::from_utf8_lossy(&out.stdout);
     let v: Value = serde_json::from_str(text.trim()).unwrap_or_else(|e| {
         panic!(
