@@ -407,9 +407,9 @@ fn module_names_count_toward_the_source_limit() {
 }
 
 /// The number of cases of each property test: modest in CI, and as many as
-/// `RUNX_PROPTEST_CASES` says for a long run (the README records one of a million each).
+/// `PROPTEST_CASES` says for a long run (the README records one of a million each).
 fn cases() -> u32 {
-    std::env::var("RUNX_PROPTEST_CASES")
+    std::env::var("PROPTEST_CASES")
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(256)
