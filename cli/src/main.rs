@@ -201,6 +201,14 @@ fn init_tracing(verbose: u8) {
 /// `keys`, its workers this very executable, with Ctrl-C, SIGTERM and SIGHUP wired to kill its
 /// workers and subprocesses ([`signals`]).
 fn runtime(engine: Option<&str>, keys: receipt_cmd::Keys) -> Arc<Runtime> {
+    let rt = Arc::new(configured_runtime(engine, keys));
+    signals::install(rt.clone());
+    rt
+}
+
+/// A runtime whose workers are this very executable, every javascript runner on `engine` when
+/// given, signing and verifying receipts with `keys`; no signal handling.
+fn configured_runtime(engine: Option<&str>, keys: receipt_cmd::Keys) -> Runtime {
     let mut rt = Runtime::new(workers::current_exe_worker());
     if let Some(engine) = engine {
         rt = rt.with_engine(engine);
@@ -211,8 +219,6 @@ fn runtime(engine: Option<&str>, keys: receipt_cmd::Keys) -> Arc<Runtime> {
     if let Some(key) = keys.verify {
         rt = rt.with_verify_key(key);
     }
-    let rt = Arc::new(rt);
-    signals::install(rt.clone());
     rt
 }
 

@@ -1,7 +1,5 @@
 //! `runx serve`: the step server of `runx-serve` on stdin and stdout.
 
-use runx_runtime::Runtime;
-use runx_runtime::workers;
 use runx_serve::{DEFAULT_MAX_REQUEST_BYTES, DEFAULT_QUEUE, ServeConfig, Server};
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -64,17 +62,8 @@ pub fn run(engine: Option<&str>, args: ServeArgs) -> ExitCode {
         Ok(k) => k,
         Err(e) => return super::usage(&e.message),
     };
-    let mut rt = Runtime::new(workers::current_exe_worker()).with_pool_size(config.pool_size);
-    if let Some(engine) = engine {
-        rt = rt.with_engine(engine);
-    }
-    if let Some(signer) = keys.signer {
-        rt = rt.with_signer(signer);
-    }
-    if let Some(key) = keys.verify {
-        rt = rt.with_verify_key(key);
-    }
-    let runtime = Arc::new(rt);
+    let runtime =
+        Arc::new(super::configured_runtime(engine, keys).with_pool_size(config.pool_size));
     tracing::info!(
         pool_size = config.pool_size,
         queue = config.queue,
