@@ -7,13 +7,19 @@ use crate::bundle::ModuleBundle;
 use crate::engine::{ConsoleLog, Engine, EngineCall, PageInput};
 use crate::failure::{Failure, FailureCode};
 use crate::frame::{FrameError, read_frame, split_payload, write_frame};
-use crate::limits::{Limit, Limits};
-use crate::protocol::{Header, Message, PROTOCOL_VERSION, PageLayout, decode_ends};
+use crate::limits::Limits;
+use crate::protocol::{Header, Message, PROTOCOL_VERSION, PageLayout};
 use crate::sandbox::SandboxOptions;
 use std::collections::{BTreeMap, HashMap};
 use std::io::{self, Read, Write};
 use std::os::unix::net::UnixStream;
 use std::sync::Arc;
+
+mod output;
+mod tail;
+
+use output::accept;
+use tail::split_tail;
 
 /// Bundles a worker keeps, by digest, before it forgets the oldest.
 const BUNDLE_CACHE_ENTRIES: usize = 16;
@@ -438,60 +444,6 @@ fn page_file(
         .map_err(invalid)
 }
 
-/// Runs one call of the engine with the input and page laid out in `tail` (and, for a page
-/// sent by descriptor, read from `file`).
-/// Any JSON value whose every string and key decodes (so a lone surrogate escape is refused),
-/// kept as nothing. `IgnoredAny` would skip strings without decoding them.
-struct Readable;
-
-impl<'de> serde::Deserialize<'de> for Readable {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Readable, D::Error> {
-        d.deserialize_any(Readable)
-    }
-}
-
-impl<'de> serde::de::Visitor<'de> for Readable {
-    type Value = Readable;
-
-    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("a JSON value")
-    }
-
-    fn visit_bool<E>(self, _: bool) -> Result<Readable, E> {
-        Ok(Readable)
-    }
-
-    fn visit_i64<E>(self, _: i64) -> Result<Readable, E> {
-        Ok(Readable)
-    }
-
-    fn visit_u64<E>(self, _: u64) -> Result<Readable, E> {
-        Ok(Readable)
-    }
-
-    fn visit_f64<E>(self, _: f64) -> Result<Readable, E> {
-        Ok(Readable)
-    }
-
-    fn visit_str<E>(self, _: &str) -> Result<Readable, E> {
-        Ok(Readable)
-    }
-
-    fn visit_unit<E>(self) -> Result<Readable, E> {
-        Ok(Readable)
-    }
-
-    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Readable, A::Error> {
-        while seq.next_element::<Readable>()?.is_some() {}
-        Ok(Readable)
-    }
-
-    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Readable, A::Error> {
-        while map.next_entry::<Readable, Readable>()?.is_some() {}
-        Ok(Readable)
-    }
-}
-
 /// Runs one call of the engine with the input and page laid out in `tail`.
 fn invoke(
     engine: &mut dyn Engine,
@@ -529,129 +481,6 @@ fn invoke(
         Ok((bytes, log, engine_us)) => Next::Answer(id, Message::Result { log, engine_us }, bytes),
         Err((failure, log)) => Next::answer(id, Message::Failure { failure, log }),
     }
-}
-
-/// What every engine's successful call must still pass before it is a result: it came back
-/// within its wall (a call that spent its time in native code the engine's interrupt never
-/// reached returns late, and late is a wall failure, not a result), and its output is JSON the
-/// host can read (the prelude refuses lone surrogates and deep nesting with a path; this is
-/// the backstop for any route around it, e.g. a boxed string whose `toString` lies).
-fn accept(bytes: &[u8], limits: &Limits, elapsed: std::time::Duration) -> Result<(), Failure> {
-    if elapsed > limits.wall() {
-        return Err(Failure::exceeded(Limit::WallMilliseconds, limits));
-    }
-    if let Err(e) = serde_json::from_slice::<Readable>(bytes) {
-        return Err(Failure::new(
-            FailureCode::OutputRejected,
-            format!("the export's return value cannot be encoded as JSON: {e}"),
-        ));
-    }
-    Ok(())
-}
-
-/// The parts of an invoke tail: the input, and the page's metadata, records and record ends.
-struct TailParts<'a> {
-    input: &'a [u8],
-    page: Option<(&'a [u8], &'a [u8])>,
-    ends: Vec<u32>,
-}
-
-/// Splits `tail` by the layout the request declares (reading a page sent by descriptor from
-/// `file` into `scratch`); a tail or range that does not match it is an `invalid_request`.
-fn split_tail<'a>(
-    request: &Invoke,
-    tail: &'a [u8],
-    file: Option<&std::fs::File>,
-    scratch: &'a mut Vec<u8>,
-) -> Result<TailParts<'a>, Failure> {
-    let bad_tail = || invalid("the invoke tail is shorter than its declared layout");
-    let (input, rest) = tail
-        .split_at_checked(request.input_len as usize)
-        .ok_or_else(bad_tail)?;
-    let Some(layout) = &request.page else {
-        return Ok(TailParts {
-            input,
-            page: None,
-            ends: Vec::new(),
-        });
-    };
-    let (meta, rest) = rest
-        .split_at_checked(layout.meta_len as usize)
-        .ok_or_else(bad_tail)?;
-    let (table, blob) = rest
-        .split_at_checked(layout.table_len())
-        .ok_or_else(bad_tail)?;
-    let (blob, ends) = match (layout.range, file) {
-        (None, _) => {
-            if blob.len() != layout.blob_len as usize {
-                return Err(bad_tail());
-            }
-            let ends = decode_ends(table, blob.len())
-                .ok_or_else(|| invalid("the page's record offset table is malformed"))?;
-            (blob, ends)
-        }
-        (Some(range), Some(file)) => {
-            if !blob.is_empty() {
-                return Err(invalid(
-                    "a page sent by descriptor carries bytes in its frame",
-                ));
-            }
-            read_range(file, range, table, layout, &request.limits, scratch)?
-        }
-        (Some(_), None) => return Err(invalid("a page's descriptor is missing")),
-    };
-    Ok(TailParts {
-        input,
-        page: Some((meta, blob)),
-        ends,
-    })
-}
-
-/// Reads a page's byte range from `file` into `scratch` and gathers its records there, back
-/// to back; returns them with their end offsets.
-fn read_range<'a>(
-    file: &std::fs::File,
-    range: crate::protocol::ByteRange,
-    table: &[u8],
-    layout: &PageLayout,
-    limits: &Limits,
-    scratch: &'a mut Vec<u8>,
-) -> Result<(&'a [u8], Vec<u32>), Failure> {
-    use std::os::unix::fs::FileExt;
-    // Separators and whitespace sit between records, but never more than the records
-    // themselves may weigh: a range beyond twice the input limit is not a page.
-    let len = usize::try_from(range.len)
-        .ok()
-        .filter(|&len| len <= 2 * limits.input_bytes)
-        .ok_or_else(|| invalid(format!("a page range of {} bytes is too long", range.len)))?;
-    let spans = crate::protocol::decode_spans(table, range.len, layout.blob_len as usize)
-        .ok_or_else(|| invalid("the page's record span table is malformed"))?;
-    let meta = crate::descriptor::fd_stat(std::os::fd::AsRawFd::as_raw_fd(file))
-        .map_err(|e| invalid(format!("the page's descriptor cannot be read: {e}")))?;
-    let end = range.offset.checked_add(range.len);
-    let regular = meta.st_mode & libc::S_IFMT == libc::S_IFREG;
-    let size = u64::try_from(meta.st_size).unwrap_or(0);
-    if !regular || end.is_none_or(|end| end > size) {
-        return Err(invalid(
-            "the page's range does not lie inside a regular file",
-        ));
-    }
-    if scratch.len() < len {
-        scratch.resize(len, 0);
-    }
-    file.read_exact_at(&mut scratch[..len], range.offset)
-        .map_err(|e| invalid(format!("the page's range cannot be read: {e}")))?;
-    // Records are in order and do not overlap, so gathering them towards the front moves each
-    // one left over bytes already consumed.
-    let mut ends = Vec::with_capacity(spans.len());
-    let mut written = 0usize;
-    for (start, end) in spans {
-        let (start, end) = (start as usize, end as usize);
-        scratch.copy_within(start..end, written);
-        written += end - start;
-        ends.push(u32::try_from(written).unwrap_or(u32::MAX));
-    }
-    Ok((&scratch[..written], ends))
 }
 
 type Called = Result<(Vec<u8>, ConsoleLog, u64), (Failure, ConsoleLog)>;

@@ -1,0 +1,112 @@
+//! The tail of an invoke frame: the input, and for a page its metadata and records, laid out
+//! as the request declares (a page sent by descriptor is read from its file here).
+
+use super::{Invoke, invalid};
+use crate::failure::Failure;
+use crate::limits::Limits;
+use crate::protocol::{PageLayout, decode_ends};
+
+/// The parts of an invoke tail: the input, and the page's metadata, records and record ends.
+pub(super) struct TailParts<'a> {
+    pub(super) input: &'a [u8],
+    pub(super) page: Option<(&'a [u8], &'a [u8])>,
+    pub(super) ends: Vec<u32>,
+}
+
+/// Splits `tail` by the layout the request declares (reading a page sent by descriptor from
+/// `file` into `scratch`); a tail or range that does not match it is an `invalid_request`.
+pub(super) fn split_tail<'a>(
+    request: &Invoke,
+    tail: &'a [u8],
+    file: Option<&std::fs::File>,
+    scratch: &'a mut Vec<u8>,
+) -> Result<TailParts<'a>, Failure> {
+    let bad_tail = || invalid("the invoke tail is shorter than its declared layout");
+    let (input, rest) = tail
+        .split_at_checked(request.input_len as usize)
+        .ok_or_else(bad_tail)?;
+    let Some(layout) = &request.page else {
+        return Ok(TailParts {
+            input,
+            page: None,
+            ends: Vec::new(),
+        });
+    };
+    let (meta, rest) = rest
+        .split_at_checked(layout.meta_len as usize)
+        .ok_or_else(bad_tail)?;
+    let (table, blob) = rest
+        .split_at_checked(layout.table_len())
+        .ok_or_else(bad_tail)?;
+    let (blob, ends) = match (layout.range, file) {
+        (None, _) => {
+            if blob.len() != layout.blob_len as usize {
+                return Err(bad_tail());
+            }
+            let ends = decode_ends(table, blob.len())
+                .ok_or_else(|| invalid("the page's record offset table is malformed"))?;
+            (blob, ends)
+        }
+        (Some(range), Some(file)) => {
+            if !blob.is_empty() {
+                return Err(invalid(
+                    "a page sent by descriptor carries bytes in its frame",
+                ));
+            }
+            read_range(file, range, table, layout, &request.limits, scratch)?
+        }
+        (Some(_), None) => return Err(invalid("a page's descriptor is missing")),
+    };
+    Ok(TailParts {
+        input,
+        page: Some((meta, blob)),
+        ends,
+    })
+}
+
+/// Reads a page's byte range from `file` into `scratch` and gathers its records there, back
+/// to back; returns them with their end offsets.
+fn read_range<'a>(
+    file: &std::fs::File,
+    range: crate::protocol::ByteRange,
+    table: &[u8],
+    layout: &PageLayout,
+    limits: &Limits,
+    scratch: &'a mut Vec<u8>,
+) -> Result<(&'a [u8], Vec<u32>), Failure> {
+    use std::os::unix::fs::FileExt;
+    // Separators and whitespace sit between records, but never more than the records
+    // themselves may weigh: a range beyond twice the input limit is not a page.
+    let len = usize::try_from(range.len)
+        .ok()
+        .filter(|&len| len <= 2 * limits.input_bytes)
+        .ok_or_else(|| invalid(format!("a page range of {} bytes is too long", range.len)))?;
+    let spans = crate::protocol::decode_spans(table, range.len, layout.blob_len as usize)
+        .ok_or_else(|| invalid("the page's record span table is malformed"))?;
+    let meta = crate::descriptor::fd_stat(std::os::fd::AsRawFd::as_raw_fd(file))
+        .map_err(|e| invalid(format!("the page's descriptor cannot be read: {e}")))?;
+    let end = range.offset.checked_add(range.len);
+    let regular = meta.st_mode & libc::S_IFMT == libc::S_IFREG;
+    let size = u64::try_from(meta.st_size).unwrap_or(0);
+    if !regular || end.is_none_or(|end| end > size) {
+        return Err(invalid(
+            "the page's range does not lie inside a regular file",
+        ));
+    }
+    if scratch.len() < len {
+        scratch.resize(len, 0);
+    }
+    file.read_exact_at(&mut scratch[..len], range.offset)
+        .map_err(|e| invalid(format!("the page's range cannot be read: {e}")))?;
+    // Records are in order and do not overlap, so gathering them towards the front moves each
+    // one left over bytes already consumed.
+    let mut ends = Vec::with_capacity(spans.len());
+    let mut written = 0usize;
+    for (start, end) in spans {
+        let (start, end) = (start as usize, end as usize);
+        scratch.copy_within(start..end, written);
+        written += end - start;
+        ends.push(u32::try_from(written).unwrap_or(u32::MAX));
+    }
+    Ok((&scratch[..written], ends))
+}
