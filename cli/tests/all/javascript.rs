@@ -336,21 +336,6 @@ fn ctrl_c_kills_the_workers() {
     }
 }
 
-fn children_of(parent: u32) -> Vec<u32> {
-    let mut out = Vec::new();
-    for e in std::fs::read_dir("/proc").unwrap().flatten() {
-        let Ok(pid) = e.file_name().to_string_lossy().parse::<u32>() else {
-            continue;
-        };
-        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-        let fields: Vec<&str> = stat.rsplit(") ").next().unwrap_or("").split(' ').collect();
-        if fields.get(1).and_then(|p| p.parse::<u32>().ok()) == Some(parent) {
-            out.push(pid);
-        }
-    }
-    out
-}
-
 #[test]
 fn inspect_describes_runners_and_limits() {
     let out = run_in(&fixtures(), &["skill", "inspect", "hello", "--json"], &[]);

@@ -304,19 +304,7 @@ fn the_worker_of_a_run_is_confined() {
     let mut worker = None;
     for _ in 0..100 {
         std::thread::sleep(std::time::Duration::from_millis(20));
-        worker = std::fs::read_dir("/proc")
-            .unwrap()
-            .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
-            .find(|pid| {
-                std::fs::read_to_string(format!("/proc/{pid}/stat"))
-                    .ok()
-                    .and_then(|s| {
-                        s.rsplit(')').next().map(|rest| {
-                            rest.split_whitespace().nth(1) == Some(&runx_pid.to_string())
-                        })
-                    })
-                    .unwrap_or(false)
-            });
+        worker = children_of(runx_pid).into_iter().next();
         if worker.is_some() {
             std::thread::sleep(std::time::Duration::from_millis(200));
             break;

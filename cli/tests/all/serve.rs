@@ -713,23 +713,6 @@ fn a_worker_killed_mid_step_fails_that_step_only() {
     assert_eq!(v["result"]["status"], "sealed", "{v}");
 }
 
-/// Process ids whose parent is `pid`.
-fn children_of(pid: u32) -> Vec<u32> {
-    std::fs::read_dir("/proc")
-        .unwrap()
-        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
-        .filter(|&child| {
-            std::fs::read_to_string(format!("/proc/{child}/stat"))
-                .ok()
-                .and_then(|s| {
-                    let rest = &s[s.rfind(')')? + 1..];
-                    rest.split_whitespace().nth(1)?.parse::<u32>().ok()
-                })
-                == Some(pid)
-        })
-        .collect()
-}
-
 #[test]
 fn a_cancelled_queued_step_answers_at_once() {
     let ws = tempfile::tempdir().unwrap();

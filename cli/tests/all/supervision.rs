@@ -62,6 +62,21 @@ fn wait_for_pid(file: &Path) -> i32 {
     }
 }
 
+/// The workers runx `runx_pid` has started, waiting for the first (within 10 s of `start`).
+fn workers_of(runx_pid: i32, start: Instant) -> Vec<u32> {
+    loop {
+        let w = children_of(runx_pid as u32);
+        if !w.is_empty() {
+            return w;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(10),
+            "no worker started"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
 /// Whether `pid` is gone (or a zombie nobody has reaped yet), waiting up to `within`.
 fn dies_within(pid: i32, within: Duration) -> bool {
     let start = Instant::now();
@@ -75,30 +90,6 @@ fn dies_within(pid: i32, within: Duration) -> bool {
         }
         std::thread::sleep(Duration::from_millis(10));
     }
-}
-
-/// Direct children of `pid`, from `/proc`.
-fn children_of(pid: i32) -> Vec<i32> {
-    std::fs::read_dir("/proc")
-        .unwrap()
-        .flatten()
-        .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
-        .filter(|p| {
-            let stat = std::fs::read_to_string(format!("/proc/{p}/stat")).unwrap_or_default();
-            let after = stat.rsplit_once(')').map_or("", |(_, a)| a);
-            after.split_whitespace().nth(1) == Some(&pid.to_string())
-        })
-        .collect()
-}
-
-fn json_of(out: &Output) -> Value {
-    let text = String::from_utf8_lossy(&out.stdout);
-    serde_json::from_str(text.trim()).unwrap_or_else(|e| {
-        panic!(
-            "stdout is not JSON ({e}): {text}\nstderr: {}",
-            String::from_utf8_lossy(&out.stderr)
-        )
-    })
 }
 
 /// Issue 13, item 3: `doc_path` must not redirect the file `doc` is delivered in.
@@ -230,7 +221,7 @@ fn sigterm_and_sighup_interrupt_like_ctrl_c() {
         kill(Pid::from_raw(child.id() as i32), signal).unwrap();
         let out = child.wait_with_output().unwrap();
         assert_eq!(out.status.code(), Some(code), "{signal}: {out:?}");
-        let v = json_of(&out);
+        let (v, _) = json_of(&out);
         assert_eq!(v["error"]["kind"], "interrupted", "{signal}: {v}");
         let receipt: Value =
             serde_json::from_slice(&std::fs::read(v["receipt"].as_str().unwrap()).unwrap())
@@ -264,17 +255,7 @@ fn sigterm_stops_a_busy_javascript_call() {
     let child = spawn_runx(ws.path(), &["skill", "pkg", "--json"], &[]);
     let runx_pid = child.id() as i32;
     let start = Instant::now();
-    let workers = loop {
-        let w = children_of(runx_pid);
-        if !w.is_empty() {
-            break w;
-        }
-        assert!(
-            start.elapsed() < Duration::from_secs(10),
-            "no worker started"
-        );
-        std::thread::sleep(Duration::from_millis(10));
-    };
+    let workers = workers_of(runx_pid, start);
     std::thread::sleep(Duration::from_millis(200));
     kill(Pid::from_raw(runx_pid), Signal::SIGTERM).unwrap();
     let out = child.wait_with_output().unwrap();
@@ -285,7 +266,7 @@ fn sigterm_stops_a_busy_javascript_call() {
     );
     for w in workers {
         assert!(
-            dies_within(w, Duration::from_secs(2)),
+            dies_within(w as i32, Duration::from_secs(2)),
             "worker {w} survived"
         );
     }
@@ -347,23 +328,13 @@ fn a_sigkilled_runx_takes_its_children_along() {
     let mut child = spawn_runx(ws.path(), &["skill", "js"], &[]);
     let runx_pid = child.id() as i32;
     let start = Instant::now();
-    let workers = loop {
-        let w = children_of(runx_pid);
-        if !w.is_empty() {
-            break w;
-        }
-        assert!(
-            start.elapsed() < Duration::from_secs(10),
-            "no worker started"
-        );
-        std::thread::sleep(Duration::from_millis(10));
-    };
+    let workers = workers_of(runx_pid, start);
     std::thread::sleep(Duration::from_millis(200));
     child.kill().unwrap();
     child.wait().unwrap();
     for w in workers {
         assert!(
-            dies_within(w, Duration::from_secs(2)),
+            dies_within(w as i32, Duration::from_secs(2)),
             "worker {w} survived runx"
         );
     }
@@ -454,7 +425,7 @@ fn inherited_descriptors_do_not_reach_children() {
         c
     };
     let out = with_fd7(&["skill", "pkg", "--json"]).output().unwrap();
-    let v = json_of(&out);
+    let (v, _) = json_of(&out);
     assert_eq!(v["output"]["stdout"], "clean\n", "{v}");
     // The worker: look at its descriptors while it computes.
     let child = with_fd7(&["skill", "js"]).spawn().unwrap();
@@ -462,7 +433,7 @@ fn inherited_descriptors_do_not_reach_children() {
     let start = Instant::now();
     let mut looked = false;
     while start.elapsed() < Duration::from_secs(10) && !looked {
-        for w in children_of(runx_pid) {
+        for w in children_of(runx_pid as u32) {
             // Between fork and exec the child is still a copy of runx, holding runx's
             // descriptors (marked close-on-exec); only the worker program counts.
             let cmdline = std::fs::read(format!("/proc/{w}/cmdline")).unwrap_or_default();
