@@ -581,3 +581,6 @@ mod tests;
 
 #[cfg(test)]
 mod compat_tests;
+
+#[cfg(test)]
+mod prop_tests;
