@@ -584,3 +584,6 @@ mod compat_tests;
 
 #[cfg(test)]
 mod prop_tests;
+
+#[cfg(test)]
+mod validate_tests;
