@@ -404,3 +404,6 @@ impl<'a> Framer<'a> {
 
 #[cfg(test)]
 mod tests;
+
+#[cfg(test)]
+mod prop_tests;
