@@ -29,7 +29,8 @@ use std::time::{Duration, Instant};
 
 /// Runs of each throughput measurement (median and spread are over these).
 const RUNS: usize = 3;
-/// Rounds of a paged run through runx and a run of the engine alone, back to back.
+/// Rounds of a paged run through runx and a run of the engine alone, back to back (in turn
+/// which goes first).
 const ROUNDS: usize = 5;
 /// Independent skill runs of the pool-scaling workload.
 const K: usize = 8;
@@ -81,7 +82,7 @@ fn main() {
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
     let engines = engines_answering(&worker);
     println!(
-        "runx benchmarks: engines {engines:?}, sizes {sizes:?} MiB (RUNX_BENCH_SIZES_MIB), page sizes 256 KiB / 1 MiB / 4 MiB, {ROUNDS} rounds of a paged run and the engine alone back to back, {RUNS} runs of everything else, {cpus} CPUs"
+        "runx benchmarks: engines {engines:?}, sizes {sizes:?} MiB (RUNX_BENCH_SIZES_MIB), page sizes 256 KiB / 1 MiB / 4 MiB, {ROUNDS} rounds of a paged run and the engine alone back to back (each first in turn), {RUNS} runs of everything else, {cpus} CPUs"
     );
     let payload = Limits::default()
         .input_bytes
@@ -477,7 +478,13 @@ fn paged_cell(
     };
     let mut runs = Vec::new();
     let mut alone_times = Vec::new();
-    for _ in 0..ROUNDS {
+    for round in 0..ROUNDS {
+        // Every other round runs the engine alone first, so that a machine speeding up or
+        // slowing down through a round favours neither side.
+        let alone_first = round % 2 == 1;
+        if alone_first {
+            alone_round(&mut alone, &mut alone_times, records, name);
+        }
         match bench.run_pages(rt, page_bytes, None) {
             Ok(r) if r.records == records as u64 => runs.push(r),
             Ok(r) => {
@@ -492,15 +499,8 @@ fn paged_cell(
                 return None;
             }
         }
-        if let Some(a) = alone.as_mut() {
-            match a.run(records) {
-                Ok(t) => alone_times.push(t),
-                Err(e) => {
-                    println!("      {name} in-process: failed: {e}");
-                    alone = None;
-                    alone_times.clear();
-                }
-            }
+        if !alone_first {
+            alone_round(&mut alone, &mut alone_times, records, name);
         }
     }
     // runx / engine alone in throughput = engine time / runx time, round by round.
@@ -586,6 +586,20 @@ fn frame_pages(data: &[u8], page_bytes: usize) -> Result<Vec<FramedPage>, String
         pages.push((blob, ends, p.eof));
     }
     Ok(pages)
+}
+
+/// One run of the engine alone, if it still runs; a failure drops it from the cell.
+fn alone_round(alone: &mut Option<Alone>, times: &mut Vec<Duration>, records: usize, name: &str) {
+    if let Some(a) = alone.as_mut() {
+        match a.run(records) {
+            Ok(t) => times.push(t),
+            Err(e) => {
+                println!("      {name} in-process: failed: {e}");
+                *alone = None;
+                times.clear();
+            }
+        }
+    }
 }
 
 /// The same module over the same pages run directly in the engine `name`: fresh context per

@@ -3,8 +3,9 @@
 //!
 //! The artifact is admitted once ([`crate::artifact`]), framed into pages of whole records
 //! ([`crate::framing`]), and the export is called once per page with the state the previous
-//! page returned. A framing thread runs one page ahead: while the worker runs page N, page N+1
-//! is scanned, validated, copied into its transport layout and hashed.
+//! page returned. A framing thread runs ahead of the calls: while the worker runs page N, the
+//! pages after it are scanned, validated, laid out for transport and hashed, up to
+//! [`LOOKAHEAD_BYTES`] of them ([`lookahead`]).
 
 use super::javascript::Module;
 use super::{Produced, Provenance, Ran, RunContext, Step};
@@ -26,12 +27,22 @@ use runx_worker::protocol::ByteRange;
 use serde_json::{Map, Value};
 use std::collections::BTreeMap;
 use std::sync::mpsc::{Receiver, Sender};
+
+mod lookahead;
+
+use lookahead::{ConsumerGuard, Lookahead};
 use std::time::{Duration, Instant};
 
 /// Room kept in each call's input for the page metadata (everything but state and records).
 const META_RESERVE: usize = 16 * 1024;
 /// Bytes of offset table per record in the transport.
 const PER_RECORD_OVERHEAD: usize = 4;
+/// Bytes of framed pages (record tables, metadata, and records copied for a worker without a
+/// descriptor channel) that may wait for their call. A page sent by descriptor weighs 8 bytes
+/// per record, about 3% of its span for records of 250 bytes, so this keeps over a hundred
+/// pages of 1 MiB ahead of the calls; see [`lookahead`] for why the framing thread refills it
+/// in bursts.
+const LOOKAHEAD_BYTES: usize = 4 * 1024 * 1024;
 
 fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1000.0
@@ -119,6 +130,17 @@ struct Prepared {
     records: PageRecords,
 }
 
+impl Prepared {
+    /// The memory it holds while it waits, in bytes.
+    fn weight(&self) -> usize {
+        let records = match &self.records {
+            PageRecords::Inline { ends, blob } => 4 * ends.len() + blob.len(),
+            PageRecords::Range { spans, .. } => 8 * spans.len(),
+        };
+        std::mem::size_of::<Prepared>() + self.meta_prefix.len() + records
+    }
+}
+
 /// What the framing thread hands the loop: the next page (or why there is none) and the
 /// time it took.
 type Framed = (Result<Option<Prepared>, FramingError>, Duration);
@@ -167,39 +189,45 @@ impl PageLoop<'_> {
             Ok(f) => f,
             Err(e) => return Err(framing_failed(e, record)),
         };
+        let lookahead = Lookahead::new(LOOKAHEAD_BYTES);
         std::thread::scope(|s| {
-            let (tx, framed) = std::sync::mpsc::sync_channel(1);
             // Record buffers come back after their call, so pages reuse memory instead of
             // faulting in a fresh megabyte each.
             let (give_back, spare_blobs) = std::sync::mpsc::channel::<Vec<u8>>();
             let budget = self.budget();
+            let lookahead = &lookahead;
             s.spawn(move || {
+                let queue = lookahead.producer();
                 loop {
                     let started = Instant::now();
                     let next = framer
                         .next_page(&budget)
                         .map(|page| page.map(|page| self.prepare(page, &spare_blobs)));
                     let last = !matches!(&next, Ok(Some(p)) if !p.page.eof);
-                    if tx.send((next, started.elapsed())).is_err() || last {
+                    let weight = match &next {
+                        Ok(Some(p)) => p.weight(),
+                        _ => 0,
+                    };
+                    if !queue.push((next, started.elapsed()), weight) || last {
                         return;
                     }
                 }
             });
-            self.call_pages(&framed, &give_back, record, log)
+            self.call_pages(&lookahead.consumer(), &give_back, record, log)
         })
     }
 
     /// The loop over framed pages, on the calling thread.
     fn call_pages(
         &self,
-        framed: &Receiver<Framed>,
+        framed: &ConsumerGuard<'_, Framed>,
         give_back: &Sender<Vec<u8>>,
         record: &mut ArtifactProvenance,
         log: &mut ConsoleLog,
     ) -> Result<Produced, RunError> {
         let mut state = Value::Null;
         loop {
-            let Ok((next, took)) = framed.recv() else {
+            let Some((next, took)) = framed.pop() else {
                 return Err(RunError::internal(
                     "framing_thread",
                     "the framing thread stopped without a final page",
@@ -331,7 +359,7 @@ impl PageLoop<'_> {
 
     /// Lays a page's records out for the worker and hashes its byte range; the range of the map
     /// is then released, since this process does not read it again.
-    fn prepare(&self, page: Page, spare_blobs: &Receiver<Vec<u8>>) -> Prepared {
+    fn prepare(&self, mut page: Page, spare_blobs: &Receiver<Vec<u8>>) -> Prepared {
         let data = self.artifact.data();
         let records = match (self.artifact.read_only(), &page.records[..]) {
             // The worker reads the span from the first record to the last from the snapshot
@@ -377,6 +405,9 @@ impl PageLoop<'_> {
             "range_digest": sha256_hex(&data[start..end]),
         });
         self.artifact.release(start, end);
+        // The records now live in their transport layout; the page keeps only its position
+        // while it waits in the lookahead.
+        page.records = Vec::new();
         let mut meta_prefix = head.to_string();
         meta_prefix.pop(); // the closing brace; `"state": …}` follows
         meta_prefix.push_str(",\"state\":");
