@@ -16,7 +16,7 @@ use runx_runtime::Runtime;
 use runx_runtime::framing::{Framer, PageBudget};
 use runx_runtime::limits::STATE_BYTES;
 use runx_worker::bundle::ModuleBundle;
-use runx_worker::engine::{Engine, EngineCall, PageInput};
+use runx_worker::engine::{Engine, EngineCall, PageInput, spans_of_ends};
 use runx_worker::limits::Limits;
 use runx_worker::pool::{Pool, PoolConfig};
 use runx_worker::process::{Call, WorkerCommand};
@@ -561,8 +561,8 @@ fn split_line(s: &TimeSplit) -> String {
     format!("{} of {:.0} ms wall", parts.join(", "), s.wall_ms)
 }
 
-/// One framed page: its records back to back, their end offsets, and whether it is the last.
-type FramedPage = (Vec<u8>, Vec<u32>, bool);
+/// One framed page: its records back to back, their spans, and whether it is the last.
+type FramedPage = (Vec<u8>, Vec<(u32, u32)>, bool);
 
 /// The pages of `data` as the runtime frames them.
 fn frame_pages(data: &[u8], page_bytes: usize) -> Result<Vec<FramedPage>, String> {
@@ -583,7 +583,7 @@ fn frame_pages(data: &[u8], page_bytes: usize) -> Result<Vec<FramedPage>, String
             blob.extend_from_slice(&data[r.clone()]);
             ends.push(blob.len() as u32);
         }
-        pages.push((blob, ends, p.eof));
+        pages.push((blob, spans_of_ends(&ends), p.eof));
     }
     Ok(pages)
 }
@@ -627,7 +627,7 @@ impl Alone {
         let t = Instant::now();
         let mut state = "null".to_string();
         let mut counted = 0;
-        for (i, (blob, ends, eof)) in self.pages.iter().enumerate() {
+        for (i, (blob, spans, eof)) in self.pages.iter().enumerate() {
             let meta = format!("{{\"page_index\":{i},\"eof\":{eof},\"state\":{state}}}");
             let out = self
                 .engine
@@ -638,7 +638,7 @@ impl Alone {
                     page: Some(PageInput {
                         meta: meta.as_bytes(),
                         blob,
-                        ends,
+                        spans,
                     }),
                     environment: &env,
                     limits,

@@ -17,10 +17,33 @@ use std::sync::Arc;
 pub struct PageInput<'a> {
     /// JSON object text of `runx_page` without `records`.
     pub meta: &'a [u8],
-    /// The records' bytes, back to back.
+    /// Bytes holding the records: back to back, or a byte range of the artifact read as it is,
+    /// separators and whitespace included (the spans leave those out).
     pub blob: &'a [u8],
-    /// End offset of each record in `blob` (record `i` spans `ends[i-1]..ends[i]`).
-    pub ends: &'a [u32],
+    /// Each record's start and end in `blob`, in order.
+    pub spans: &'a [(u32, u32)],
+}
+
+impl<'a> PageInput<'a> {
+    /// The records' texts in order; `None` for a span outside `blob`.
+    pub fn records(&self) -> impl Iterator<Item = Option<&'a [u8]>> + 'a {
+        let blob = self.blob;
+        self.spans
+            .iter()
+            .map(move |&(start, end)| blob.get(start as usize..end as usize))
+    }
+}
+
+/// The spans of records laid back to back, from each record's end offset.
+pub fn spans_of_ends(ends: &[u32]) -> Vec<(u32, u32)> {
+    let mut start = 0;
+    ends.iter()
+        .map(|&end| {
+            let span = (start, end);
+            start = end;
+            span
+        })
+        .collect()
 }
 
 /// One call of an export.

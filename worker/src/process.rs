@@ -4,7 +4,7 @@ use crate::bundle::ModuleBundle;
 use crate::descriptor;
 use crate::engine::ConsoleLog;
 use crate::failure::Failure;
-use crate::frame::{FrameError, read_frame, split_payload, write_frame};
+use crate::frame::{FrameError, split_payload, write_frame};
 use crate::limits::{Limit, Limits};
 use crate::protocol::{ByteRange, Header, Message, PageLayout, encode_ends, encode_spans};
 use nix::sys::signal::{Signal, killpg};
@@ -16,10 +16,13 @@ use std::os::fd::{AsFd, AsRawFd};
 use std::os::unix::net::UnixStream;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStderr, ChildStdin, ChildStdout, Command, Stdio};
-use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
+use std::process::{Child, ChildStderr, ChildStdin, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
+
+mod replies;
+
+use replies::{NoReply, Replies};
 
 /// How to start a worker: a program and its arguments (e.g. `runx __worker`).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -205,8 +208,6 @@ pub(crate) enum InvokeError {
     NeedBundle,
 }
 
-type Replies = Receiver<Result<Vec<u8>, FrameError>>;
-
 /// A page laid out for the frame.
 struct PageParts<'p> {
     layout: PageLayout,
@@ -234,31 +235,6 @@ pub(crate) enum SpawnError {
     /// The worker did not complete the `hello`/`ready` handshake.
     #[error("{0}")]
     Handshake(String),
-}
-
-/// Reads the worker's frames on a thread, into the channel the host waits on.
-fn read_frames(pid: u32, mut stdout: ChildStdout) -> Result<Replies, SpawnError> {
-    let (tx, replies) = mpsc::channel();
-    std::thread::Builder::new()
-        .name(format!("runx-worker-{pid}-out"))
-        .spawn(move || {
-            loop {
-                match read_frame(&mut stdout) {
-                    Ok(Some(frame)) => {
-                        if tx.send(Ok(frame)).is_err() {
-                            return;
-                        }
-                    }
-                    Ok(None) => return,
-                    Err(e) => {
-                        let _ = tx.send(Err(e));
-                        return;
-                    }
-                }
-            }
-        })
-        .map_err(SpawnError::Thread)?;
-    Ok(replies)
 }
 
 /// Keeps the last bytes the worker writes to stderr, to explain a crash.
@@ -345,9 +321,11 @@ impl WorkerProcess {
         for fd in [stdin.as_fd(), stdout.as_fd()] {
             let _ = nix::fcntl::fcntl(fd, nix::fcntl::FcntlArg::F_SETPIPE_SZ(PIPE_BYTES));
         }
-        let readers = read_frames(pid, stdout).and_then(|replies| {
-            keep_stderr_tail(pid, stderr).map(|stderr_tail| (replies, stderr_tail))
-        });
+        let readers = Replies::new(stdout)
+            .map_err(|_| SpawnError::Pipes)
+            .and_then(|replies| {
+                keep_stderr_tail(pid, stderr).map(|stderr_tail| (replies, stderr_tail))
+            });
         let (replies, stderr_tail) = match readers {
             Ok(r) => r,
             Err(e) => {
@@ -559,14 +537,13 @@ impl WorkerProcess {
     }
 
     fn next_reply(&mut self, deadline: Instant) -> Result<(Header, Vec<u8>), Wait> {
-        let wait = deadline.saturating_duration_since(Instant::now());
-        let frame = match self.replies.recv_timeout(wait) {
-            Ok(Ok(frame)) => frame,
-            Ok(Err(e)) => return Err(Wait::Broken(format!("broken frame from the worker: {e}"))),
-            Err(RecvTimeoutError::Timeout) => return Err(Wait::TimedOut),
-            Err(RecvTimeoutError::Disconnected) => {
-                return Err(Wait::Broken(self.exit_description()));
+        let frame = match self.replies.next(deadline) {
+            Ok(frame) => frame,
+            Err(NoReply::Broken(e)) => {
+                return Err(Wait::Broken(format!("broken frame from the worker: {e}")));
             }
+            Err(NoReply::TimedOut) => return Err(Wait::TimedOut),
+            Err(NoReply::Closed) => return Err(Wait::Broken(self.exit_description())),
         };
         let (head, tail) =
             split_payload(&frame).map_err(|e| Wait::Broken(format!("malformed reply: {e}")))?;

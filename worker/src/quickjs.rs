@@ -533,17 +533,12 @@ fn page_object<'js>(ctx: &Ctx<'js>, page: PageInput<'_>) -> rquickjs::Result<Val
         return Err(rquickjs::Error::new_from_js("page metadata", "object"));
     };
     let records = Array::new(ctx.clone())?;
-    let mut start = 0usize;
-    for (i, end) in page.ends.iter().enumerate() {
-        let end = *end as usize;
-        let bytes = page
-            .blob
-            .get(start..end)
+    for (i, bytes) in page.records().enumerate() {
+        let bytes = bytes
             .ok_or_else(|| rquickjs::Error::new_from_js("page offset table", "record range"))?;
         let text = std::str::from_utf8(bytes)
             .map_err(|_| rquickjs::Error::new_from_js("page record bytes", "UTF-8 text"))?;
         records.set(i, text)?;
-        start = end;
     }
     obj.set("records", records)?;
     Ok(meta)

@@ -469,7 +469,7 @@ fn invoke(
         page: parts.page.map(|(meta, blob)| PageInput {
             meta,
             blob,
-            ends: &parts.ends,
+            spans: &parts.spans,
         }),
         environment: &request.environment,
         limits: request.limits,

@@ -2,15 +2,17 @@
 //! as the request declares (a page sent by descriptor is read from its file here).
 
 use super::{Invoke, invalid};
+use crate::engine::spans_of_ends;
 use crate::failure::Failure;
 use crate::limits::Limits;
 use crate::protocol::{PageLayout, decode_ends};
 
-/// The parts of an invoke tail: the input, and the page's metadata, records and record ends.
+/// The parts of an invoke tail: the input, and the page's metadata, the bytes holding its
+/// records and each record's span in them.
 pub(super) struct TailParts<'a> {
     pub(super) input: &'a [u8],
     pub(super) page: Option<(&'a [u8], &'a [u8])>,
-    pub(super) ends: Vec<u32>,
+    pub(super) spans: Vec<(u32, u32)>,
 }
 
 /// Splits `tail` by the layout the request declares (reading a page sent by descriptor from
@@ -29,7 +31,7 @@ pub(super) fn split_tail<'a>(
         return Ok(TailParts {
             input,
             page: None,
-            ends: Vec::new(),
+            spans: Vec::new(),
         });
     };
     let (meta, rest) = rest
@@ -38,14 +40,14 @@ pub(super) fn split_tail<'a>(
     let (table, blob) = rest
         .split_at_checked(layout.table_len())
         .ok_or_else(bad_tail)?;
-    let (blob, ends) = match (layout.range, file) {
+    let (blob, spans) = match (layout.range, file) {
         (None, _) => {
             if blob.len() != layout.blob_len as usize {
                 return Err(bad_tail());
             }
             let ends = decode_ends(table, blob.len())
                 .ok_or_else(|| invalid("the page's record offset table is malformed"))?;
-            (blob, ends)
+            (blob, spans_of_ends(&ends))
         }
         (Some(range), Some(file)) => {
             if !blob.is_empty() {
@@ -60,12 +62,16 @@ pub(super) fn split_tail<'a>(
     Ok(TailParts {
         input,
         page: Some((meta, blob)),
-        ends,
+        spans,
     })
 }
 
-/// Reads a page's byte range from `file` into `scratch` and gathers its records there, back
-/// to back; returns them with their end offsets.
+/// The bytes holding a page's records, and each record's span in them.
+type PageBytes<'a> = (&'a [u8], Vec<(u32, u32)>);
+
+/// Reads a page's byte range from `file` into `scratch`; returns the range's bytes and each
+/// record's span in them. The records are not gathered: the engine reads each one where it
+/// lies, so a page's bytes are copied once inside the worker.
 fn read_range<'a>(
     file: &std::fs::File,
     range: crate::protocol::ByteRange,
@@ -73,7 +79,7 @@ fn read_range<'a>(
     layout: &PageLayout,
     limits: &Limits,
     scratch: &'a mut Vec<u8>,
-) -> Result<(&'a [u8], Vec<u32>), Failure> {
+) -> Result<PageBytes<'a>, Failure> {
     use std::os::unix::fs::FileExt;
     // Separators and whitespace sit between records, but never more than the records
     // themselves may weigh: a range beyond twice the input limit is not a page.
@@ -98,15 +104,5 @@ fn read_range<'a>(
     }
     file.read_exact_at(&mut scratch[..len], range.offset)
         .map_err(|e| invalid(format!("the page's range cannot be read: {e}")))?;
-    // Records are in order and do not overlap, so gathering them towards the front moves each
-    // one left over bytes already consumed.
-    let mut ends = Vec::with_capacity(spans.len());
-    let mut written = 0usize;
-    for (start, end) in spans {
-        let (start, end) = (start as usize, end as usize);
-        scratch.copy_within(start..end, written);
-        written += end - start;
-        ends.push(u32::try_from(written).unwrap_or(u32::MAX));
-    }
-    Ok((&scratch[..written], ends))
+    Ok((&scratch[..len], spans))
 }

@@ -539,21 +539,16 @@ fn records<'s>(
     page: PageInput<'_>,
 ) -> Result<v8::Local<'s, v8::Array>, Failure> {
     let bad = |what: &str| Failure::new(FailureCode::InvalidRequest, what.to_string());
-    let mut items: Vec<v8::Local<v8::Value>> = Vec::with_capacity(page.ends.len());
-    let mut start = 0usize;
-    for end in page.ends {
-        let end = *end as usize;
-        let bytes = page
-            .blob
-            .get(start..end)
-            .ok_or_else(|| bad("the page offset table names a record outside the page"))?;
+    let mut items: Vec<v8::Local<v8::Value>> = Vec::with_capacity(page.spans.len());
+    for bytes in page.records() {
+        let bytes =
+            bytes.ok_or_else(|| bad("the page offset table names a record outside the page"))?;
         if std::str::from_utf8(bytes).is_err() {
             return Err(bad("a page record is not UTF-8 text"));
         }
         let s = v8::String::new_from_utf8(tc, bytes, v8::NewStringType::Normal)
             .ok_or_else(|| bad("a page record is too large"))?;
         items.push(s.into());
-        start = end;
     }
     Ok(v8::Array::new_with_elements(tc, &items))
 }

@@ -937,36 +937,41 @@ pub fn pages_arrive_as_record_texts(e: &mut dyn Engine) {
     let b = single(
         "export default (i) => ({ n: i.runx_page.records.length, ids: i.runx_page.records.map(r => JSON.parse(r).id ?? null), idx: i.runx_page.page_index, k: i.k });",
     );
-    let records: [&[u8]; 3] = [br#"{"id":1}"#, br#"{"id":"\u00e9,]"}"#, b"[3]"];
-    let blob = records.concat();
-    let mut ends = Vec::new();
-    let mut at = 0u32;
-    for r in records {
-        at += r.len() as u32;
-        ends.push(at);
-    }
+    // A byte range of an artifact as it lies: separators and whitespace between the records,
+    // which the spans leave out.
+    let blob = br#" {"id":1},
+  {"id":"\u00e9,]"} ,[3]"#;
+    let spans = [(1, 9), (13, 30), (32, 35)];
     let meta = br#"{"page_index":2,"state":null}"#;
     let input = br#"{"k":"v"}"#;
     let env = BTreeMap::new();
-    let out = e
-        .call(&EngineCall {
-            bundle: &b,
-            export: None,
-            input,
-            page: Some(PageInput {
-                meta,
-                blob: &blob,
-                ends: &ends,
-            }),
-            environment: &env,
-            limits: Limits::default(),
-        })
-        .unwrap();
+    let mut call = EngineCall {
+        bundle: &b,
+        export: None,
+        input,
+        page: Some(PageInput {
+            meta,
+            blob,
+            spans: &spans,
+        }),
+        environment: &env,
+        limits: Limits::default(),
+    };
+    let out = e.call(&call).unwrap();
     let v: Value = serde_json::from_slice(&out.output).unwrap();
     assert_eq!(
         v,
         json!({"n": 3, "ids": [1, "é,]", null], "idx": 2, "k": "v"})
     );
+    // A span past the end of the bytes is refused, not read.
+    let outside = [(1, 9), (32, 36)];
+    call.page = Some(PageInput {
+        meta,
+        blob,
+        spans: &outside,
+    });
+    let f = e.call(&call).map(|_| ()).unwrap_err().0;
+    assert_eq!(f.code, FailureCode::InvalidRequest, "{}", f.message);
 }
 
 /// A pool of one worker process running `e`'s engine.
