@@ -3,9 +3,10 @@
 //!
 //! For each page of a paged run the host sends, just before the call's `invoke` frame, one
 //! message on this channel: the call id (8 bytes, little endian) carrying a read-only
-//! descriptor of the artifact's snapshot (`SCM_RIGHTS`). The worker reads the page's byte range
-//! from it with `pread` and closes it, so page bytes never travel through the frame pipe and
-//! are never copied by the host. Frames keep travelling on stdin/stdout; this channel carries
+//! descriptor of the artifact's snapshot (`SCM_RIGHTS`). The worker maps the page's byte range
+//! read-only for the call (or reads it with `pread` where the file cannot be mapped) and closes
+//! the descriptor, so page bytes never travel through the frame pipe and are never copied by
+//! the host. Frames keep travelling on stdin/stdout; this channel carries
 //! descriptors only.
 
 use std::fs::File;

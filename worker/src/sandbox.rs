@@ -27,8 +27,9 @@
 //! engine makes it), with a comment naming what makes it; a call that may pass only with
 //! certain arguments gets a rule in [`filter`], as `clone` (threads only) and `prctl` (naming a
 //! thread) have. A descriptor the worker must keep goes into [`KEPT_DESCRIPTORS`]. Reading a
-//! page from a descriptor received over the channel needs `recvmsg`, `fstat` and `pread64`,
-//! which are listed for that reason. The pool-based conformance tests (`cargo test -p runx-worker`) and
+//! page from a descriptor received over the channel needs `recvmsg`, `fstat`, `mmap` (a
+//! read-only map of the page's range) and `pread64` (where the file cannot be mapped), which
+//! are listed for that reason. The pool-based conformance tests (`cargo test -p runx-worker`) and
 //! `runx harness skill-fixtures` run real workers of each engine under the filter; `strace -f`
 //! of a run shows the call a worker died on (its last line before `killed by SIGSYS`).
 

@@ -19,7 +19,7 @@ mod output;
 mod tail;
 
 use output::accept;
-use tail::split_tail;
+use tail::{PageMemory, TailParts, split_tail};
 
 /// Bundles a worker keeps, by digest, before it forgets the oldest.
 const BUNDLE_CACHE_ENTRIES: usize = 16;
@@ -231,7 +231,7 @@ pub fn serve_with(
     let mut session = Session {
         bundles: HashMap::new(),
         descriptors,
-        scratch: Vec::new(),
+        pages: PageMemory::default(),
     };
     loop {
         let payload = match read_frame(&mut input) {
@@ -316,8 +316,8 @@ struct Session<'d> {
     bundles: HashMap<String, Arc<ModuleBundle>>,
     /// The channel page descriptors arrive on, if the host set one up.
     descriptors: Option<&'d UnixStream>,
-    /// Page bytes read from a descriptor, reused from page to page.
-    scratch: Vec<u8>,
+    /// Where a page sent by descriptor lives during its call.
+    pages: PageMemory,
 }
 
 /// One request, start to answer.
@@ -389,15 +389,9 @@ fn handle(engine: &mut dyn Engine, session: &mut Session<'_>, payload: &[u8]) ->
                 bundle,
                 &request.limits,
             ) {
-                Ok(Some(bundle)) => invoke(
-                    engine,
-                    id,
-                    &bundle,
-                    request,
-                    tail,
-                    file,
-                    &mut session.scratch,
-                ),
+                Ok(Some(bundle)) => {
+                    invoke(engine, id, &bundle, request, tail, file, &mut session.pages)
+                }
                 Ok(None) => Next::answer(id, Message::NeedBundle { bundle_digest }),
                 Err(failure) => Next::answer(id, reject(failure)),
             }
@@ -452,16 +446,30 @@ fn invoke(
     request: Invoke,
     tail: &[u8],
     file: Option<std::fs::File>,
-    scratch: &mut Vec<u8>,
+    pages: &mut PageMemory,
 ) -> Next {
     let logical = request.input_len as usize + request.page.map_or(0, |p| p.input_bytes());
     if let Err(failure) = Failure::check_input(logical, &request.limits) {
         return Next::answer(id, reject(failure));
     }
-    let parts = match split_tail(&request, tail, file.as_ref(), scratch) {
+    let parts = match split_tail(&request, tail, file.as_ref(), pages) {
         Ok(parts) => parts,
         Err(failure) => return Next::answer(id, reject(failure)),
     };
+    let next = call_with(engine, id, bundle, &request, &parts);
+    // The page's map goes with its call: the worker holds no page between calls.
+    pages.release();
+    next
+}
+
+/// Calls the engine with the parts of an invoke.
+fn call_with(
+    engine: &mut dyn Engine,
+    id: u64,
+    bundle: &Arc<ModuleBundle>,
+    request: &Invoke,
+    parts: &TailParts<'_>,
+) -> Next {
     let call = EngineCall {
         bundle,
         export: request.export.as_deref(),

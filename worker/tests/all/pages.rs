@@ -113,3 +113,54 @@ fn a_descriptor_page_weighs_what_an_inline_page_weighs() {
     });
     assert_eq!(range.input_bytes(), inline.input_bytes());
 }
+
+#[test]
+fn ranges_across_memory_pages_read_exactly_and_no_map_outlives_its_call() {
+    let pool = Pool::new(PoolConfig::new(worker_command()).size(1)).unwrap();
+    // Records straddling the 4 KiB boundaries of the file, at offsets no map would align to.
+    let mut bytes = vec![b' '; 12_000];
+    let records: [(usize, &[u8]); 3] = [
+        (4090, b"\"across\""),
+        (8190, b"[8190]"),
+        (11_990, b"{\"end\":1}"),
+    ];
+    for (at, r) in records {
+        bytes[at..at + r.len()].copy_from_slice(r);
+    }
+    let (dir, file) = artifact(&bytes);
+    let base = 4090u64;
+    let spans: Vec<(u32, u32)> = records
+        .iter()
+        .map(|(at, r)| {
+            (
+                (*at as u64 - base) as u32,
+                (*at as u64 - base) as u32 + r.len() as u32,
+            )
+        })
+        .collect();
+    let call = page_call(PageRecords::Range {
+        file,
+        range: ByteRange {
+            offset: base,
+            len: 11_999 - base,
+        },
+        spans,
+    });
+    let mut pid = 0;
+    for _ in 0..20 {
+        let reply = pool.call(&call).unwrap();
+        let out: Value = serde_json::from_slice(&reply.output).unwrap();
+        assert_eq!(
+            out["records"],
+            json!(["\"across\"", "[8190]", "{\"end\":1}"])
+        );
+        pid = reply.worker_pid;
+    }
+    // Between calls the worker maps nothing of the artifact.
+    let maps = std::fs::read_to_string(format!("/proc/{pid}/maps")).unwrap();
+    let name = dir.path().join("a.json");
+    assert!(
+        !maps.contains(name.to_str().unwrap()),
+        "the artifact is still mapped:\n{maps}"
+    );
+}
