@@ -19,7 +19,7 @@ use runx_worker::bundle::ModuleBundle;
 use runx_worker::engine::{Engine, EngineCall, PageInput, spans_of_ends};
 use runx_worker::limits::Limits;
 use runx_worker::pool::{Pool, PoolConfig};
-use runx_worker::process::{Call, WorkerCommand};
+use runx_worker::process::{Call, PagePayload, PageRecords, WorkerCommand};
 use runx_worker::serve::{engine_by_name, engines_built};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -32,6 +32,8 @@ const RUNS: usize = 3;
 /// Rounds of a paged run through runx and a run of the engine alone, back to back (in turn
 /// which goes first).
 const ROUNDS: usize = 5;
+/// Pairs of one page run in this process and in a worker, per cell ([`Alone::parity`]).
+const PARITY_PAIRS: usize = 64;
 /// Independent skill runs of the pool-scaling workload.
 const K: usize = 8;
 
@@ -326,6 +328,9 @@ struct EngineCell {
     paired: Option<f64>,
     /// Share of the paged wall spent in JavaScript, in %.
     javascript_percent: f64,
+    /// The worker's JavaScript time over the same pages run in this process, page by page
+    /// ([`Alone::parity`]).
+    parity: Option<f64>,
     /// Share of the paged wall spent outside JavaScript and outside the framing that overlaps
     /// it (admission, transport, result handling), in %.
     outside_percent: f64,
@@ -392,7 +397,7 @@ fn throughput(
         let label = page_label(page_bytes);
         let mut row = Vec::new();
         for (rt, name) in runtimes.iter().zip(engines) {
-            let (cell, wall) = paged_cell(rt, &bench, &data, page_bytes, records, name)?;
+            let (cell, wall) = paged_cell(rt, worker, &bench, &data, page_bytes, records, name)?;
             if row.is_empty() {
                 walls.push(wall);
             }
@@ -461,6 +466,7 @@ fn throughput(
 /// machine's speed drifts by more than the overhead being measured).
 fn paged_cell(
     rt: &Runtime,
+    worker: &WorkerCommand,
     bench: &Bench,
     data: &[u8],
     page_bytes: usize,
@@ -540,11 +546,29 @@ fn paged_cell(
         );
         mb / s.p50.as_secs_f64()
     });
+    let javascript_percent = median.split.percent(median.split.engine_ms);
+    let parity = alone.as_mut().and_then(|a| {
+        let pool = Pool::new(PoolConfig::new(worker.clone().engine(name)).size(1)).ok()?;
+        match a.parity(&pool, PARITY_PAIRS) {
+            Ok(p) => {
+                println!(
+                    "      {name} JavaScript in a worker over in-process, median of {PARITY_PAIRS} pairs or more of one page each: {p:.3}; runx / engine alone composed from it and the JavaScript share: {:.2}",
+                    javascript_percent / 100.0 / p
+                );
+                Some(p)
+            }
+            Err(e) => {
+                println!("      {name} page-by-page comparison failed: {e}");
+                None
+            }
+        }
+    });
     let cell = EngineCell {
         paged: mb / secs,
         alone: alone_rate,
         paired: (!ratios.is_empty()).then(|| ratios[ratios.len() / 2]),
-        javascript_percent: median.split.percent(median.split.engine_ms),
+        javascript_percent,
+        parity,
         outside_percent: median.split.percent(
             median.split.admission_ms + median.split.transport_ms + median.split.result_ms,
         ),
@@ -654,6 +678,80 @@ impl Alone {
             return Err(format!("{counted} records counted, {records} expected"));
         }
         Ok(took)
+    }
+
+    /// The worker's JavaScript time over this process's, page by page: the median over at
+    /// least `pairs` pairs (passes over the pages repeat until there are enough) of one page
+    /// run here and in a worker of `pool` (pages inline, same state), one right after the
+    /// other and each first in turn, so both sides of a pair see the machine at the same
+    /// moment. The two must answer alike.
+    fn parity(&mut self, pool: &Pool, pairs: usize) -> Result<f64, String> {
+        let mut ratios = Vec::new();
+        while ratios.len() < pairs {
+            self.parity_pass(pool, &mut ratios)?;
+        }
+        ratios.sort_by(f64::total_cmp);
+        Ok(ratios[ratios.len() / 2])
+    }
+
+    /// One pass of [`Alone::parity`] over every page, adding each page's ratio to `ratios`.
+    fn parity_pass(&mut self, pool: &Pool, ratios: &mut Vec<f64>) -> Result<(), String> {
+        let limits = Limits::default().with_wall(Duration::from_secs(600));
+        let env = BTreeMap::new();
+        let mut state = "null".to_string();
+        for (i, (blob, spans, eof)) in self.pages.iter().enumerate() {
+            let meta = format!("{{\"page_index\":{i},\"eof\":{eof},\"state\":{state}}}");
+            let mut call = Call::new(self.bundle.clone(), Some("page"), b"{}".to_vec());
+            call.limits = limits;
+            call.page = Some(PagePayload {
+                meta: meta.clone().into_bytes(),
+                records: PageRecords::Inline {
+                    ends: spans.iter().map(|&(_, end)| end).collect(),
+                    blob: blob.clone(),
+                },
+            });
+            let worker_first = ratios.len() % 2 == 1;
+            let in_worker = || pool.call(&call).map_err(|e| format!("page {i}: {e}"));
+            let early = if worker_first {
+                Some(in_worker()?)
+            } else {
+                None
+            };
+            let t = Instant::now();
+            let out = self
+                .engine
+                .call(&EngineCall {
+                    bundle: &self.bundle,
+                    export: Some("page"),
+                    input: b"{}",
+                    page: Some(PageInput {
+                        meta: meta.as_bytes(),
+                        blob,
+                        spans,
+                    }),
+                    environment: &env,
+                    limits,
+                })
+                .map_err(|e| format!("page {i}: {e:?}"))?;
+            let here = t.elapsed();
+            let reply = match early {
+                Some(reply) => reply,
+                None => in_worker()?,
+            };
+            if reply.output != out.output {
+                return Err(format!("page {i}: the worker answered otherwise"));
+            }
+            if !here.is_zero() {
+                ratios.push(reply.engine_time.as_secs_f64() / here.as_secs_f64());
+            }
+            let v: serde_json::Value =
+                serde_json::from_slice(&out.output).map_err(|e| e.to_string())?;
+            state = v["runx_page"]["state"].to_string();
+        }
+        if ratios.is_empty() {
+            return Err("no page ran".to_string());
+        }
+        Ok(())
     }
 }
 
@@ -957,9 +1055,9 @@ fn summary(engines: &[&str], latencies: &[Latency], rows: &[SizeRow], node: Opti
     let mut rule = String::from("|---|---|");
     for e in engines {
         head.push_str(&format!(
-            " {e} paged MB/s | {e} alone MB/s | {e} runx/alone (paired) | {e} outside JS |"
+            " {e} paged MB/s | {e} alone MB/s | {e} runx/alone (paired) | {e} outside JS | {e} worker/in-process JS | {e} runx/alone (composed) |"
         ));
-        rule.push_str("---|---|---|---|");
+        rule.push_str("---|---|---|---|---|---|");
     }
     head.push_str(&format!(" Node.js {} MB/s |", node.unwrap_or("(absent)")));
     rule.push_str("---|");
@@ -975,12 +1073,14 @@ fn summary(engines: &[&str], latencies: &[Latency], rows: &[SizeRow], node: Opti
             let mut line = format!("| {} MiB | {} |", r.size_mib, page_label(*page));
             for c in &r.cells[i] {
                 line.push_str(&format!(
-                    " {:.1} ({:.0}% JS) | {} | {} | {:.1}% |",
+                    " {:.1} ({:.0}% JS) | {} | {} | {:.1}% | {} | {} |",
                     c.paged,
                     c.javascript_percent,
                     num(c.alone),
                     num_ratio(c.paired),
-                    c.outside_percent
+                    c.outside_percent,
+                    num_ratio(c.parity),
+                    num_ratio(c.parity.map(|p| c.javascript_percent / 100.0 / p)),
                 ));
             }
             line.push_str(&format!(" {} |", num(r.node[i])));
