@@ -368,8 +368,12 @@ fn copy_and_hash(
                 });
             }
             buf.truncate(n);
+            // Write-back is left to the kernel. Starting it for every chunk made admission wait
+            // on the disk (twice the hashing time at 256–512 MiB when runs followed each other);
+            // a snapshot that lives only for its run is dropped on close without reaching the
+            // disk, unless memory runs short, when the kernel writes it out and reclaims it
+            // like any dirty file page.
             snapshot.write_all(&buf).map_err(&io)?;
-            start_writeback(snapshot, total - n as u64, n);
             if to_hash.send(buf).is_err() {
                 break;
             }
@@ -380,27 +384,6 @@ fn copy_and_hash(
             .map_err(|_| io(io::Error::other("the hashing thread failed")))?;
         Ok((total, digest))
     })
-}
-
-/// Starts write-back of a range just written, so its page cache turns clean (evictable) soon
-/// instead of staying dirty until the kernel's own timer; best effort.
-#[allow(unsafe_code)]
-fn start_writeback(snapshot: &std::fs::File, offset: u64, len: usize) {
-    use std::os::fd::AsRawFd;
-    let (Ok(offset), Ok(len)) = (i64::try_from(offset), i64::try_from(len)) else {
-        return;
-    };
-    // SAFETY: `sync_file_range` only reads its integer arguments; the descriptor is valid for
-    // the duration of the call (borrowed from `snapshot`), and the call starts asynchronous
-    // write-back of pages this process wrote; it touches no memory of this process.
-    let _ = unsafe {
-        libc::sync_file_range(
-            snapshot.as_raw_fd(),
-            offset,
-            len,
-            libc::SYNC_FILE_RANGE_WRITE,
-        )
-    };
 }
 
 /// Reads until `buf` is full or the file ends.
