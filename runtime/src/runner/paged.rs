@@ -27,11 +27,11 @@ use runx_worker::protocol::ByteRange;
 use serde_json::{Map, Value};
 use std::collections::BTreeMap;
 use std::sync::mpsc::{Receiver, Sender};
+use std::time::{Duration, Instant};
 
 mod lookahead;
 
 use lookahead::{ConsumerGuard, Lookahead};
-use std::time::{Duration, Instant};
 
 /// Room kept in each call's input for the page metadata (everything but state and records).
 const META_RESERVE: usize = 16 * 1024;
