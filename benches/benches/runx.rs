@@ -646,30 +646,12 @@ impl Alone {
 
     /// One pass over every page; fails unless the module counted `records` records.
     fn run(&mut self, records: usize) -> Result<Duration, String> {
-        let limits = Limits::default().with_wall(Duration::from_secs(600));
-        let env = BTreeMap::new();
         let t = Instant::now();
         let mut state = "null".to_string();
         let mut counted = 0;
-        for (i, (blob, spans, eof)) in self.pages.iter().enumerate() {
-            let meta = format!("{{\"page_index\":{i},\"eof\":{eof},\"state\":{state}}}");
-            let out = self
-                .engine
-                .call(&EngineCall {
-                    bundle: &self.bundle,
-                    export: Some("page"),
-                    input: b"{}",
-                    page: Some(PageInput {
-                        meta: meta.as_bytes(),
-                        blob,
-                        spans,
-                    }),
-                    environment: &env,
-                    limits,
-                })
-                .map_err(|e| format!("page {i}: {e:?}"))?;
-            let v: serde_json::Value =
-                serde_json::from_slice(&out.output).map_err(|e| e.to_string())?;
+        for i in 0..self.pages.len() {
+            let meta = self.meta(i, &state);
+            let v = answer(&self.call_here(i, &meta)?)?;
             state = v["runx_page"]["state"].to_string();
             counted = v["records"].as_u64().unwrap_or(counted);
         }
@@ -678,6 +660,33 @@ impl Alone {
             return Err(format!("{counted} records counted, {records} expected"));
         }
         Ok(took)
+    }
+
+    /// The `runx_page` metadata of page `i` after `state`.
+    fn meta(&self, i: usize, state: &str) -> String {
+        let eof = self.pages.get(i).is_some_and(|p| p.2);
+        format!("{{\"page_index\":{i},\"eof\":{eof},\"state\":{state}}}")
+    }
+
+    /// Page `i` with its metadata `meta`, run in this process: the export's answer.
+    fn call_here(&mut self, i: usize, meta: &str) -> Result<Vec<u8>, String> {
+        let (blob, spans, _) = &self.pages[i];
+        let out = self
+            .engine
+            .call(&EngineCall {
+                bundle: &self.bundle,
+                export: Some("page"),
+                input: b"{}",
+                page: Some(PageInput {
+                    meta: meta.as_bytes(),
+                    blob,
+                    spans,
+                }),
+                environment: &BTreeMap::new(),
+                limits: Limits::default().with_wall(Duration::from_secs(600)),
+            })
+            .map_err(|e| format!("page {i}: {e:?}"))?;
+        Ok(out.output)
     }
 
     /// The worker's JavaScript time over this process's, page by page: the median over at
@@ -696,13 +705,12 @@ impl Alone {
 
     /// One pass of [`Alone::parity`] over every page, adding each page's ratio to `ratios`.
     fn parity_pass(&mut self, pool: &Pool, ratios: &mut Vec<f64>) -> Result<(), String> {
-        let limits = Limits::default().with_wall(Duration::from_secs(600));
-        let env = BTreeMap::new();
         let mut state = "null".to_string();
-        for (i, (blob, spans, eof)) in self.pages.iter().enumerate() {
-            let meta = format!("{{\"page_index\":{i},\"eof\":{eof},\"state\":{state}}}");
+        for i in 0..self.pages.len() {
+            let meta = self.meta(i, &state);
+            let (blob, spans, _) = &self.pages[i];
             let mut call = Call::new(self.bundle.clone(), Some("page"), b"{}".to_vec());
-            call.limits = limits;
+            call.limits = Limits::default().with_wall(Duration::from_secs(600));
             call.page = Some(PagePayload {
                 meta: meta.clone().into_bytes(),
                 records: PageRecords::Inline {
@@ -710,49 +718,37 @@ impl Alone {
                     blob: blob.clone(),
                 },
             });
-            let worker_first = ratios.len() % 2 == 1;
             let in_worker = || pool.call(&call).map_err(|e| format!("page {i}: {e}"));
-            let early = if worker_first {
+            let early = if ratios.len() % 2 == 1 {
                 Some(in_worker()?)
             } else {
                 None
             };
             let t = Instant::now();
-            let out = self
-                .engine
-                .call(&EngineCall {
-                    bundle: &self.bundle,
-                    export: Some("page"),
-                    input: b"{}",
-                    page: Some(PageInput {
-                        meta: meta.as_bytes(),
-                        blob,
-                        spans,
-                    }),
-                    environment: &env,
-                    limits,
-                })
-                .map_err(|e| format!("page {i}: {e:?}"))?;
+            let out = self.call_here(i, &meta)?;
             let here = t.elapsed();
             let reply = match early {
                 Some(reply) => reply,
                 None => in_worker()?,
             };
-            if reply.output != out.output {
+            if reply.output != out {
                 return Err(format!("page {i}: the worker answered otherwise"));
             }
             if !here.is_zero() {
                 ratios.push(reply.engine_time.as_secs_f64() / here.as_secs_f64());
             }
-            let v: serde_json::Value =
-                serde_json::from_slice(&out.output).map_err(|e| e.to_string())?;
-            state = v["runx_page"]["state"].to_string();
+            state = answer(&out)?["runx_page"]["state"].to_string();
         }
         if ratios.is_empty() {
             return Err("no page ran".to_string());
         }
         Ok(())
     }
+}
+
+/// A page's answer as JSON.
+fn answer(output: &[u8]) -> Result<serde_json::Value, String> {
+    serde_json::from_slice(output).map_err(|e| e.to_string())
 }
 
 /// The Node.js version, when `node` runs.
