@@ -137,4 +137,6 @@ impl SubprocessError {
 }
 
 #[cfg(test)]
+mod run_tests;
+#[cfg(test)]
 mod tests;
