@@ -77,23 +77,8 @@ pub fn json_of(out: &std::process::Output) -> (Value, i32) {
     (v, out.status.code().unwrap_or(-1))
 }
 
-/// Direct children of `pid`, from `/proc`.
-pub fn children_of(pid: u32) -> Vec<u32> {
-    std::fs::read_dir("/proc")
-        .unwrap()
-        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
-        .filter(|&child| {
-            std::fs::read_to_string(format!("/proc/{child}/stat"))
-                .ok()
-                .and_then(|s| {
-                    // `pid (comm) state ppid …`; comm may hold spaces and parentheses.
-                    let rest = &s[s.rfind(')')? + 1..];
-                    rest.split_whitespace().nth(1)?.parse::<u32>().ok()
-                })
-                == Some(pid)
-        })
-        .collect()
-}
+/// Direct children of `pid`: the benchmarks' lookup, which the memory sampler uses too.
+pub use runx_benches::children_of;
 
 /// A scratch workspace with a copy of one fixture package in `pkg/`.
 pub fn workspace_with(package: &str) -> (tempfile::TempDir, PathBuf) {
