@@ -41,42 +41,76 @@ impl Resident {
     }
 }
 
+/// Reads `/proc` files into one buffer kept from read to read. `read_to_string` into an empty
+/// string reads a `/proc` file (whose size the kernel reports as 0) in growing probes of 32,
+/// 32, 64, … bytes: nine system calls for a `status` file instead of two.
+#[derive(Default)]
+struct ProcText {
+    buf: String,
+}
+
+/// Room for one `/proc/<pid>/status` or `/proc/meminfo` (about 1.5 KiB each).
+const PROC_TEXT_BYTES: usize = 8 * 1024;
+
+impl ProcText {
+    /// The text of `path`; empty when it cannot be read (a process that is gone).
+    fn read(&mut self, path: &str) -> &str {
+        use std::io::Read;
+        self.buf.clear();
+        self.buf.reserve(PROC_TEXT_BYTES);
+        let read = std::fs::File::open(path).and_then(|mut f| f.read_to_string(&mut self.buf));
+        if read.is_err() {
+            self.buf.clear();
+        }
+        &self.buf
+    }
+
+    /// The resident memory of `pid` (zero for a process that is gone), from one read of its
+    /// `status`.
+    fn resident_of(&mut self, pid: u32) -> Resident {
+        let status = self.read(&format!("/proc/{pid}/status"));
+        let field = |name| status_field_kib(status, name).unwrap_or(0);
+        Resident {
+            anon_kib: field("RssAnon"),
+            file_kib: field("RssFile"),
+            shmem_kib: field("RssShmem"),
+        }
+    }
+
+    /// The resident memory of `pid` and of `children`, summed.
+    fn resident_of_all(&mut self, pid: u32, children: &[u32]) -> Resident {
+        let mut total = self.resident_of(pid);
+        for &child in children {
+            total.add(self.resident_of(child));
+        }
+        total
+    }
+
+    /// The system's shared memory (`Shmem` of `/proc/meminfo`), in KiB.
+    fn system_shmem_kib(&mut self) -> u64 {
+        self.read("/proc/meminfo")
+            .lines()
+            .find_map(|l| l.strip_prefix("Shmem:"))
+            .and_then(|v| v.split_whitespace().next())
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(0)
+    }
+}
+
 /// The resident memory of `pid` (zero for a process that is gone), from one read of its
 /// `status`.
 pub fn resident_of(pid: u32) -> Resident {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
-    let field = |name| status_field_kib(&status, name).unwrap_or(0);
-    Resident {
-        anon_kib: field("RssAnon"),
-        file_kib: field("RssFile"),
-        shmem_kib: field("RssShmem"),
-    }
+    ProcText::default().resident_of(pid)
 }
 
 /// The resident memory of `pid` and its children, summed.
 pub fn resident_of_tree(pid: u32) -> Resident {
-    resident_of_all(pid, &children_of(pid))
-}
-
-/// The resident memory of `pid` and of `children`, summed.
-fn resident_of_all(pid: u32, children: &[u32]) -> Resident {
-    let mut total = resident_of(pid);
-    for &child in children {
-        total.add(resident_of(child));
-    }
-    total
+    ProcText::default().resident_of_all(pid, &children_of(pid))
 }
 
 /// The system's shared memory (`Shmem` of `/proc/meminfo`), in KiB.
 pub fn system_shmem_kib() -> u64 {
-    let Ok(text) = std::fs::read_to_string("/proc/meminfo") else {
-        return 0;
-    };
-    text.lines()
-        .find_map(|l| l.strip_prefix("Shmem:"))
-        .and_then(|v| v.split_whitespace().next())
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(0)
+    ProcText::default().system_shmem_kib()
 }
 
 /// Peaks of a sampled run, in KiB.
@@ -110,12 +144,13 @@ impl Sampler {
         let thread = std::thread::spawn(move || {
             let mut peaks = Peaks::default();
             let mut children = Vec::new();
+            let mut text = ProcText::default();
             for sample in 0u32.. {
                 if sample % SAMPLES_PER_CHILD_LOOKUP == 0 {
                     children = children_of(pid);
                 }
-                let r = resident_of_all(pid, &children);
-                let growth = system_shmem_kib().saturating_sub(baseline);
+                let r = text.resident_of_all(pid, &children);
+                let growth = text.system_shmem_kib().saturating_sub(baseline);
                 peaks.shmem_growth_kib = peaks.shmem_growth_kib.max(growth);
                 peaks.non_evictable_kib = peaks
                     .non_evictable_kib
@@ -151,5 +186,20 @@ mod tests {
         assert!(held.iter().all(|&b| b == 1));
         assert!(peaks.resident_kib >= 8 * 1024, "{peaks:?}");
         assert!(peaks.non_evictable_kib >= 8 * 1024, "{peaks:?}");
+    }
+
+    #[test]
+    fn one_buffer_reads_file_after_file_and_a_missing_one_reads_empty() {
+        let mut text = ProcText::default();
+        let me = std::process::id();
+        assert!(text.resident_of(me).anon_kib > 0);
+        // A process id above the kernel's maximum is never in use.
+        assert_eq!(text.read("/proc/4294967295/status"), "");
+        assert_eq!(text.resident_of(u32::MAX), Resident::default());
+        assert!(text.read("/proc/meminfo").contains("Shmem:"));
+        // The status read after the longer meminfo holds only the status.
+        let status = text.read(&format!("/proc/{me}/status")).to_string();
+        assert!(status.starts_with("Name:") && !status.contains("MemTotal"));
+        assert!(text.buf.capacity() >= PROC_TEXT_BYTES);
     }
 }
