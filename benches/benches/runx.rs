@@ -717,6 +717,8 @@ impl Alone {
                     ends: spans.iter().map(|&(_, end)| end).collect(),
                     blob: blob.clone(),
                 },
+                keep_state: false,
+                state_from: None,
             });
             let in_worker = || pool.call(&call).map_err(|e| format!("page {i}: {e}"));
             let early = if ratios.len() % 2 == 1 {

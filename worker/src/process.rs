@@ -65,6 +65,12 @@ pub struct PagePayload {
     pub meta: Vec<u8>,
     /// The page's records.
     pub records: PageRecords,
+    /// The worker keeps the state this page's result carries, for a page sent ahead of the
+    /// reply (see [`crate::pool::Lease`]).
+    pub keep_state: bool,
+    /// The id of the call whose kept state this page takes; `meta` then stops just before
+    /// its state.
+    pub state_from: Option<u64>,
 }
 
 /// Where a page's records are.
@@ -191,6 +197,8 @@ pub struct Reply {
     pub worker_pid: u32,
     /// Time the engine spent inside the worker; the rest of the round trip is transport.
     pub engine_time: Duration,
+    /// For a page that took a kept state: `sha256:<hex>` of that state, as the worker gave it.
+    pub state_digest: Option<String>,
 }
 
 /// How an invoke ended when it did not produce a reply.
@@ -268,6 +276,8 @@ pub(crate) struct WorkerProcess {
     descriptors: UnixStream,
     /// Whether the worker said it reads page records from descriptors.
     pages_by_descriptor: bool,
+    /// What the pipe to the worker holds (0 if unknown).
+    stdin_pipe_bytes: usize,
     replies: Replies,
     stderr_tail: Arc<Mutex<Vec<u8>>>,
     bundles: HashSet<String>,
@@ -321,6 +331,10 @@ impl WorkerProcess {
         for fd in [stdin.as_fd(), stdout.as_fd()] {
             let _ = nix::fcntl::fcntl(fd, nix::fcntl::FcntlArg::F_SETPIPE_SZ(PIPE_BYTES));
         }
+        let stdin_pipe_bytes = nix::fcntl::fcntl(stdin.as_fd(), nix::fcntl::FcntlArg::F_GETPIPE_SZ)
+            .ok()
+            .and_then(|n| usize::try_from(n).ok())
+            .unwrap_or(0);
         let readers = Replies::new(stdout)
             .map_err(|_| SpawnError::Pipes)
             .and_then(|replies| {
@@ -339,6 +353,7 @@ impl WorkerProcess {
             stdin: BufWriter::with_capacity(64 * 1024, stdin),
             descriptors,
             pages_by_descriptor: false,
+            stdin_pipe_bytes,
             replies,
             stderr_tail,
             bundles: HashSet::new(),
@@ -407,6 +422,27 @@ impl WorkerProcess {
     }
 
     fn invoke_once(&mut self, call: &Call, grace: Duration) -> Result<Reply, InvokeError> {
+        let call_id = self.send_call(call, crate::frame::MAX_FRAME_BYTES)?;
+        self.receive_call(call_id, Instant::now() + call.limits.wall() + grace)
+    }
+
+    /// Whether the worker reads page records from descriptors, so that a page's frame holds
+    /// only its metadata and span table.
+    pub(crate) fn pages_by_descriptor(&self) -> bool {
+        self.pages_by_descriptor
+    }
+
+    /// The largest request that may be sent while a reply is owed. The worker reads a request
+    /// whole before it runs it, so while it writes a reply the pipe holds at most the request
+    /// sent after it: one that fits in the pipe never leaves the host waiting on a worker that
+    /// waits on the host. Half the pipe leaves room to spare.
+    pub(crate) fn ahead_bytes(&self) -> usize {
+        self.stdin_pipe_bytes / 2
+    }
+
+    /// Sends one call without waiting for its reply; its id. A request above `max_bytes` is
+    /// not sent (`NotSent`).
+    pub(crate) fn send_call(&mut self, call: &Call, max_bytes: usize) -> Result<u64, InvokeError> {
         let call_id = self.next_call;
         self.next_call += 1;
         let send_bundle = !self.bundles.contains(&call.bundle_digest);
@@ -438,15 +474,20 @@ impl WorkerProcess {
         let mut tail: Vec<&[u8]> = vec![&call.input];
         if let (Some(p), Some(parts)) = (&call.page, &page) {
             tail.extend([&p.meta[..], &parts.table[..], &parts.blob[..]]);
-            if let Some(file) = parts.file
-                && let Err(e) = descriptor::send(&self.descriptors, call_id, file)
-            {
-                return Err(InvokeError::NotSent(self.explain(&format!(
-                    "the worker did not take the page's descriptor: {e}"
-                ))));
-            }
         }
-        let deadline = Instant::now() + call.limits.wall() + grace;
+        let bytes = 8 + header.len() + tail.iter().map(|t| t.len()).sum::<usize>();
+        if bytes > max_bytes {
+            return Err(InvokeError::NotSent(format!(
+                "the request of {bytes} bytes is above the {max_bytes} bytes it may take"
+            )));
+        }
+        if let Some(file) = page.as_ref().and_then(|parts| parts.file)
+            && let Err(e) = descriptor::send(&self.descriptors, call_id, file)
+        {
+            return Err(InvokeError::NotSent(self.explain(&format!(
+                "the worker did not take the page's descriptor: {e}"
+            ))));
+        }
         if let Err(e) = write_frame(&mut self.stdin, &header, &tail) {
             return match e {
                 FrameError::TooLarge(n) => Err(InvokeError::Failed(
@@ -467,6 +508,15 @@ impl WorkerProcess {
         if send_bundle {
             self.bundles.insert(call.bundle_digest.clone());
         }
+        Ok(call_id)
+    }
+
+    /// Waits until `deadline` for the reply to `call_id`, the next call owed a reply.
+    pub(crate) fn receive_call(
+        &mut self,
+        call_id: u64,
+        deadline: Instant,
+    ) -> Result<Reply, InvokeError> {
         let (header, tail) = match self.next_reply(deadline) {
             Ok(r) => r,
             Err(Wait::TimedOut) => return Err(InvokeError::TimedOut),
@@ -479,11 +529,16 @@ impl WorkerProcess {
             )));
         }
         match header.message {
-            Message::Result { log, engine_us } => Ok(Reply {
+            Message::Result {
+                log,
+                engine_us,
+                state_digest,
+            } => Ok(Reply {
                 output: tail,
                 log,
                 worker_pid: self.pid,
                 engine_time: Duration::from_micros(engine_us),
+                state_digest,
             }),
             // A worker is not trusted to have bounded what it sends.
             Message::Failure { failure, log } => Err(InvokeError::Failed(failure.bounded(), log)),
@@ -508,6 +563,8 @@ impl WorkerProcess {
                         record_count: count,
                         blob_len,
                         range: Some(*range),
+                        keep_state: page.keep_state,
+                        state_from: page.state_from,
                     },
                     table: encode_spans(spans),
                     blob: Vec::new(),
@@ -522,6 +579,8 @@ impl WorkerProcess {
                         record_count: count,
                         blob_len,
                         range: None,
+                        keep_state: page.keep_state,
+                        state_from: page.state_from,
                     },
                     table: encode_ends(&ends),
                     blob,

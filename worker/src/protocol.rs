@@ -42,6 +42,15 @@ pub struct PageLayout {
     /// records.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub range: Option<ByteRange>,
+    /// The worker keeps the state this page's result carries forward, for the next call to
+    /// ask for with `state_from` ([`crate::serve`]: pages sent ahead).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub keep_state: bool,
+    /// The metadata in the tail stops just before its state: the worker appends the state it
+    /// kept from the call with this id, and the closing brace. The host sent this page before
+    /// that call's reply reached it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub state_from: Option<u64>,
 }
 
 impl PageLayout {
@@ -113,6 +122,10 @@ pub enum Message {
         /// Microseconds the engine spent on the call (the rest of the round trip is transport).
         #[serde(default)]
         engine_us: u64,
+        /// For a page sent with `state_from`: `sha256:<hex>` of the state the worker gave it, for
+        /// the host to compare with the state it holds.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        state_digest: Option<String>,
     },
     /// Worker → host: the call (or the request) failed.
     Failure {

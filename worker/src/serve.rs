@@ -15,9 +15,12 @@ use std::io::{self, Read, Write};
 use std::os::unix::net::UnixStream;
 use std::sync::Arc;
 
+mod ahead;
 mod output;
 mod tail;
 
+use ahead::KeptState;
+pub use ahead::state_digest;
 use output::accept;
 use tail::{PageMemory, TailParts, split_tail};
 
@@ -232,6 +235,7 @@ pub fn serve_with(
         bundles: HashMap::new(),
         descriptors,
         pages: PageMemory::default(),
+        kept: None,
     };
     loop {
         let payload = match read_frame(&mut input) {
@@ -318,6 +322,8 @@ struct Session<'d> {
     descriptors: Option<&'d UnixStream>,
     /// Where a page sent by descriptor lives during its call.
     pages: PageMemory,
+    /// The state the last page's result carries forward, when that page asked to keep it.
+    kept: Option<KeptState>,
 }
 
 /// One request, start to answer.
@@ -368,6 +374,8 @@ fn handle(engine: &mut dyn Engine, session: &mut Session<'_>, payload: &[u8]) ->
             input_len,
             page,
         } => {
+            // A kept state is for the very next call, whatever that call is.
+            let kept = session.kept.take();
             if let Err(why) = limits.check() {
                 return Next::answer(id, reject(invalid(why)));
             }
@@ -390,7 +398,13 @@ fn handle(engine: &mut dyn Engine, session: &mut Session<'_>, payload: &[u8]) ->
                 &request.limits,
             ) {
                 Ok(Some(bundle)) => {
-                    invoke(engine, id, &bundle, request, tail, file, &mut session.pages)
+                    let keep = request.page.is_some_and(|p| p.keep_state);
+                    let next = invoke(engine, id, &bundle, request, tail, file, kept, session);
+                    if keep && let Next::Answer(_, Message::Result { .. }, output) = &next {
+                        session.kept = ahead::carried_state(output)
+                            .map(|state| KeptState { call_id: id, state });
+                    }
+                    next
                 }
                 Ok(None) => Next::answer(id, Message::NeedBundle { bundle_digest }),
                 Err(failure) => Next::answer(id, reject(failure)),
@@ -438,7 +452,9 @@ fn page_file(
         .map_err(invalid)
 }
 
-/// Runs one call of the engine with the input and page laid out in `tail`.
+/// Runs one call of the engine with the input and page laid out in `tail` (and, for a page
+/// sent ahead, the state `kept` from the call before).
+#[allow(clippy::too_many_arguments)]
 fn invoke(
     engine: &mut dyn Engine,
     id: u64,
@@ -446,19 +462,40 @@ fn invoke(
     request: Invoke,
     tail: &[u8],
     file: Option<std::fs::File>,
-    pages: &mut PageMemory,
+    kept: Option<KeptState>,
+    session: &mut Session<'_>,
 ) -> Next {
-    let logical = request.input_len as usize + request.page.map_or(0, |p| p.input_bytes());
+    let state = match request.page.and_then(|p| p.state_from) {
+        None => None,
+        Some(from) => match ahead::take_state(kept, id, from) {
+            Ok(state) => Some(state),
+            Err(why) => return Next::answer(id, reject(invalid(why))),
+        },
+    };
+    let logical = request.input_len as usize
+        + request.page.map_or(0, |p| p.input_bytes())
+        + state.as_ref().map_or(0, |s| s.len() + 1);
     if let Err(failure) = Failure::check_input(logical, &request.limits) {
         return Next::answer(id, reject(failure));
     }
-    let parts = match split_tail(&request, tail, file.as_ref(), pages) {
+    let pages = &mut session.pages;
+    let joined: Vec<u8>;
+    let mut parts = match split_tail(&request, tail, file.as_ref(), pages) {
         Ok(parts) => parts,
         Err(failure) => return Next::answer(id, reject(failure)),
     };
-    let next = call_with(engine, id, bundle, &request, &parts);
+    if let (Some(state), Some((head, blob))) = (&state, parts.page) {
+        joined = ahead::joined_meta(head, state);
+        parts.page = Some((&joined, blob));
+    }
+    let mut next = call_with(engine, id, bundle, &request, &parts);
     // The page's map goes with its call: the worker holds no page between calls.
     pages.release();
+    if let (Some(state), Next::Answer(_, Message::Result { state_digest, .. }, _)) =
+        (&state, &mut next)
+    {
+        *state_digest = Some(ahead::state_digest(state));
+    }
     next
 }
 
@@ -486,7 +523,15 @@ fn call_with(
     // this call is still written: see `fatal`.
     let _running = crate::fatal::running(id, request.limits);
     match call_engine(engine, &call) {
-        Ok((bytes, log, engine_us)) => Next::Answer(id, Message::Result { log, engine_us }, bytes),
+        Ok((bytes, log, engine_us)) => Next::Answer(
+            id,
+            Message::Result {
+                log,
+                engine_us,
+                state_digest: None,
+            },
+            bytes,
+        ),
         Err((failure, log)) => Next::answer(id, Message::Failure { failure, log }),
     }
 }

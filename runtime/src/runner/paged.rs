@@ -29,9 +29,11 @@ use std::collections::BTreeMap;
 use std::sync::mpsc::{Receiver, Sender};
 use std::time::{Duration, Instant};
 
+mod ahead;
 mod lookahead;
 
 use lookahead::{ConsumerGuard, Lookahead};
+use std::collections::VecDeque;
 
 /// Room kept in each call's input for the page metadata (everything but state and records).
 const META_RESERVE: usize = 16 * 1024;
@@ -159,8 +161,16 @@ struct PageLoop<'a> {
     progress: Option<&'a ProgressSink>,
 }
 
+/// How a page's reply leaves the run.
+enum Settled {
+    /// The run ends with this output.
+    Finished(Produced),
+    /// The run goes on with this state.
+    Next(Value),
+}
+
 /// Where a page failed, for the error message and the receipt.
-#[derive(Clone, Copy)]
+#[derive(Clone, Copy, Debug)]
 struct At {
     index: u32,
     offset: u64,
@@ -217,7 +227,8 @@ impl PageLoop<'_> {
         })
     }
 
-    /// The loop over framed pages, on the calling thread.
+    /// The loop over framed pages, on the calling thread: pages go ahead on one leased worker
+    /// while that works ([`ahead`]), then one call at a time through the pool.
     fn call_pages(
         &self,
         framed: &ConsumerGuard<'_, Framed>,
@@ -226,24 +237,16 @@ impl PageLoop<'_> {
         log: &mut ConsoleLog,
     ) -> Result<Produced, RunError> {
         let mut state = Value::Null;
+        let mut waiting = VecDeque::new();
+        if let Some(produced) =
+            self.call_pages_ahead(framed, record, log, &mut state, &mut waiting)?
+        {
+            return Ok(produced);
+        }
         loop {
-            let Some((next, took)) = framed.pop() else {
-                return Err(RunError::internal(
-                    "framing_thread",
-                    "the framing thread stopped without a final page",
-                ));
-            };
-            record.timings.framing_ms += ms(took);
-            let prepared = match next {
-                Ok(Some(p)) => p,
-                Ok(None) => {
-                    return Err(RunError::new(
-                        FailureKind::Page,
-                        "no_final_page",
-                        "the artifact ended without a final page",
-                    ));
-                }
-                Err(e) => return Err(framing_failed(e, record)),
+            let prepared = match waiting.pop_front() {
+                Some(next) => next?,
+                None => self.next_prepared(framed, record)?,
             };
             let at = At {
                 index: prepared.page.index,
@@ -251,25 +254,63 @@ impl PageLoop<'_> {
             };
             let (eof, covered) = (prepared.page.eof, prepared.page.next_offset);
             let reply = self.call_page(prepared, &state, at, give_back, record, log)?;
-            let result_started = Instant::now();
-            let (new_state, done, rest) =
-                page_result(&reply, eof).map_err(|e| at.fail(record, e))?;
-            record.timings.result_ms += ms(result_started.elapsed());
-            if let Some(p) = self.progress {
-                p.report(&PageProgress {
-                    pages: at.index + 1,
-                    bytes: covered,
-                    total_bytes: self.artifact.bytes,
-                });
+            match self.settle_page(&reply, at, eof, covered, record)? {
+                Settled::Finished(produced) => return Ok(produced),
+                Settled::Next(next) => state = next,
             }
-            if eof || done {
-                record.finished = true;
-                return Ok(Produced {
-                    output: Value::Object(rest),
-                });
-            }
-            state = new_state;
         }
+    }
+
+    /// The next framed page, or why there is none.
+    fn next_prepared(
+        &self,
+        framed: &ConsumerGuard<'_, Framed>,
+        record: &mut ArtifactProvenance,
+    ) -> Result<Prepared, RunError> {
+        let Some((next, took)) = framed.pop() else {
+            return Err(RunError::internal(
+                "framing_thread",
+                "the framing thread stopped without a final page",
+            ));
+        };
+        record.timings.framing_ms += ms(took);
+        match next {
+            Ok(Some(p)) => Ok(p),
+            Ok(None) => Err(RunError::new(
+                FailureKind::Page,
+                "no_final_page",
+                "the artifact ended without a final page",
+            )),
+            Err(e) => Err(framing_failed(e, record)),
+        }
+    }
+
+    /// Checks a page's reply: the run ends with it (eof or `done`) or goes on with its state.
+    fn settle_page(
+        &self,
+        reply: &Reply,
+        at: At,
+        eof: bool,
+        covered: u64,
+        record: &mut ArtifactProvenance,
+    ) -> Result<Settled, RunError> {
+        let result_started = Instant::now();
+        let (state, done, rest) = page_result(reply, eof).map_err(|e| at.fail(record, e))?;
+        record.timings.result_ms += ms(result_started.elapsed());
+        if let Some(p) = self.progress {
+            p.report(&PageProgress {
+                pages: at.index + 1,
+                bytes: covered,
+                total_bytes: self.artifact.bytes,
+            });
+        }
+        if eof || done {
+            record.finished = true;
+            return Ok(Settled::Finished(Produced {
+                output: Value::Object(rest),
+            }));
+        }
+        Ok(Settled::Next(state))
     }
 
     /// Calls the export with one page and the prior state.
@@ -312,6 +353,8 @@ impl PageLoop<'_> {
             page: Some(PagePayload {
                 meta: meta.into_bytes(),
                 records: prepared.records,
+                keep_state: false,
+                state_from: None,
             }),
             environment: self.environment.clone(),
             limits,

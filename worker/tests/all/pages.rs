@@ -30,6 +30,8 @@ fn page_call(records: PageRecords) -> Call {
     call.page = Some(PagePayload {
         meta: br#"{"page_index":3,"state":null}"#.to_vec(),
         records,
+        keep_state: false,
+        state_from: None,
     });
     call
 }
@@ -163,4 +165,106 @@ fn ranges_across_memory_pages_read_exactly_and_no_map_outlives_its_call() {
         !maps.contains(name.to_str().unwrap()),
         "the artifact is still mapped:\n{maps}"
     );
+}
+
+/// Sums the records into the state; ends the run when a record is 0.
+const SUM_RECORDS: &str = "export default (i) => {
+  const p = i.runx_page;
+  let s = p.state ?? { sum: 0 };
+  for (const r of p.records) { if (JSON.parse(r) === 0) return { runx_page: { state: s, done: true } }; s = { sum: s.sum + JSON.parse(r) }; }
+  return { runx_page: { state: s } };
+};";
+
+/// Page `index` of a `[1, 2, 3, 0]`-like artifact: one record at `offset`, its metadata cut
+/// before the state unless `state` is given.
+fn ahead_call(
+    file: &Arc<std::fs::File>,
+    offset: u64,
+    state: Option<&str>,
+    from: Option<u64>,
+) -> Call {
+    let mut call = Call::new(single(SUM_RECORDS), None, b"{}".to_vec());
+    let mut meta = br#"{"page_index":0,"state":"#.to_vec();
+    if let Some(state) = state {
+        meta.extend_from_slice(state.as_bytes());
+        meta.push(b'}');
+    }
+    call.page = Some(PagePayload {
+        meta,
+        records: PageRecords::Range {
+            file: file.clone(),
+            range: ByteRange { offset, len: 1 },
+            spans: vec![(0, 1)],
+        },
+        keep_state: true,
+        state_from: from,
+    });
+    call
+}
+
+#[test]
+fn a_page_sent_ahead_takes_the_state_the_worker_kept_and_reports_its_digest() {
+    let pool = Pool::new(PoolConfig::new(worker_command()).size(1)).unwrap();
+    let (_dir, file) = artifact(b"[1,2,3]");
+    let cancel = runx_worker::cancel::CancelToken::new();
+    let mut lease = pool.lease(&single(SUM_RECORDS).digest(), &cancel).unwrap();
+    assert!(lease.pages_by_descriptor());
+    let first = ahead_call(&file, 1, Some("null"), None);
+    let a = lease.send(&first).unwrap();
+    // Sent before the first reply is read: the worker gives it the first page's state.
+    let second = ahead_call(&file, 3, None, Some(a));
+    let b = lease.send(&second).unwrap();
+    let third = ahead_call(&file, 5, None, Some(b));
+    let c = lease.send(&third).unwrap();
+    let ra = lease.receive(a, &first).unwrap();
+    assert_eq!(ra.state_digest, None);
+    let rb = lease.receive(b, &second).unwrap();
+    assert_eq!(
+        rb.state_digest.as_deref(),
+        Some(runx_worker::serve::state_digest(br#"{"sum":1}"#).as_str())
+    );
+    let rc = lease.receive(c, &third).unwrap();
+    let out: Value = serde_json::from_slice(&rc.output).unwrap();
+    assert_eq!(out, json!({"runx_page": {"state": {"sum": 6}}}));
+    let pid = ra.worker_pid;
+    assert!(rb.worker_pid == pid && rc.worker_pid == pid);
+    drop(lease);
+    // Nothing was owed: the worker went back to the pool.
+    assert_eq!(pool.call(&first).unwrap().worker_pid, pid);
+}
+
+#[test]
+fn a_kept_state_goes_only_to_the_next_call_and_not_after_a_run_ends() {
+    let pool = Pool::new(PoolConfig::new(worker_command()).size(1)).unwrap();
+    // The second record, 0, ends the run (`done`): nothing is kept for a page after it.
+    let (_dir, file) = artifact(b"[5,0,7]");
+    let cancel = runx_worker::cancel::CancelToken::new();
+    let refused = |e: runx_worker::pool::LeaseError| match e {
+        runx_worker::pool::LeaseError::Failed(e) => {
+            assert_eq!(e.failure.code, FailureCode::InvalidRequest, "{e:?}");
+            assert!(e.failure.message.contains("does not hold"), "{e:?}");
+        }
+        other => panic!("{other:?}"),
+    };
+    let mut lease = pool.lease(&single(SUM_RECORDS).digest(), &cancel).unwrap();
+    let first = ahead_call(&file, 1, Some("null"), None);
+    let a = lease.send(&first).unwrap();
+    let done = ahead_call(&file, 3, None, Some(a));
+    let b = lease.send(&done).unwrap();
+    let after = ahead_call(&file, 5, None, Some(b));
+    let c = lease.send(&after).unwrap();
+    lease.receive(a, &first).unwrap();
+    let rb = lease.receive(b, &done).unwrap();
+    let out: Value = serde_json::from_slice(&rb.output).unwrap();
+    assert_eq!(out["runx_page"]["done"], json!(true));
+    refused(lease.receive(c, &after).unwrap_err());
+    // A state is kept for the very next call only, and only for the call that names it.
+    let d = lease.send(&first).unwrap();
+    let skipped = ahead_call(&file, 5, None, Some(d));
+    let e = lease.send(&skipped).unwrap();
+    let wrong = ahead_call(&file, 5, None, Some(d));
+    let f = lease.send(&wrong).unwrap();
+    lease.receive(d, &first).unwrap();
+    lease.receive(e, &skipped).unwrap();
+    refused(lease.receive(f, &wrong).unwrap_err());
 }

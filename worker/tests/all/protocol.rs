@@ -150,6 +150,8 @@ fn a_page_by_descriptor_without_a_channel_is_refused() {
                 record_count: 1,
                 blob_len: 1,
                 range: Some(runx_worker::protocol::ByteRange { offset: 0, len: 1 }),
+                keep_state: false,
+                state_from: None,
             }),
         },
     );
@@ -472,7 +474,7 @@ proptest! {
             environment: Default::default(),
             limits,
             input_len,
-            page: page.map(|(meta_len, record_count, blob_len)| PageLayout { meta_len, record_count, blob_len, range: None }),
+            page: page.map(|(meta_len, record_count, blob_len)| PageLayout { meta_len, record_count, blob_len, range: None, keep_state: false, state_from: None }),
         });
         let mut tail = input.clone();
         tail.extend_from_slice(&extra);
