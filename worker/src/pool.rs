@@ -202,10 +202,14 @@ impl Pool {
                     }
                     return Err(CallError { failure, log });
                 }
-                Err(e @ (InvokeError::NotSent(_) | InvokeError::NeedBundle)) => {
+                Err(
+                    e @ (InvokeError::NotSent(_)
+                    | InvokeError::NeedBundle
+                    | InvokeError::TooLargeAhead(_)),
+                ) => {
                     // The call never started, so running it elsewhere is safe.
                     let why = match e {
-                        InvokeError::NotSent(why) => why,
+                        InvokeError::NotSent(why) | InvokeError::TooLargeAhead(why) => why,
                         _ => "the worker kept asking for its bundle".to_string(),
                     };
                     self.discard(worker, &why, Loss::Pool);
@@ -425,6 +429,9 @@ impl Pool {
     }
 }
 
+/// How long a dropped lease waits for the replies still owed before it retires the worker.
+const DRAIN_WAIT: Duration = Duration::from_millis(50);
+
 /// One worker held for a run of calls, so that a call can go to it before the reply to the
 /// one before has come back: the pages of a paged run sent ahead (see `serve::ahead`). The
 /// lease registers the worker with the run's cancel token for its whole life. Dropped, it
@@ -493,14 +500,8 @@ impl Lease<'_> {
         })?;
         Failure::check_input(call.input_bytes(), &call.limits)
             .map_err(|f| LeaseError::Failed(f.into()))?;
-        let nothing_owed = self.owed.is_empty();
-        let worker = self.worker()?;
-        let max = if nothing_owed {
-            crate::frame::MAX_FRAME_BYTES
-        } else {
-            worker.ahead_bytes()
-        };
-        match worker.send_call(call, max) {
+        let ahead = !self.owed.is_empty();
+        match self.worker()?.send_call(call, ahead) {
             Ok(id) => {
                 self.owed.push_back(id);
                 Ok(id)
@@ -563,6 +564,8 @@ impl Lease<'_> {
                 LeaseError::Retry(why)
             }
             InvokeError::NotSent(why) => self.retry(why),
+            // Nothing reached the worker: it still serves the calls already sent.
+            InvokeError::TooLargeAhead(why) => LeaseError::Retry(why),
             InvokeError::NeedBundle => self.retry("the worker asked for its bundle".to_string()),
         }
     }
@@ -575,9 +578,26 @@ impl Lease<'_> {
 
 impl Drop for Lease<'_> {
     fn drop(&mut self) {
-        let Some(worker) = self.worker.take() else {
+        let Some(mut worker) = self.worker.take() else {
             return;
         };
+        if self.spoiled.is_none() && !self.owed.is_empty() {
+            // A page sent ahead of a reply that ended the run is refused at once (the worker
+            // kept no state for it): read those answers rather than lose a warm worker. One
+            // that runs on is not waited for.
+            let deadline = Instant::now() + DRAIN_WAIT;
+            while let Some(&id) = self.owed.front() {
+                match worker.receive_call(id, deadline) {
+                    Ok(_) => {
+                        self.owed.pop_front();
+                    }
+                    Err(InvokeError::Failed(f, _)) if f.worker_reusable => {
+                        self.owed.pop_front();
+                    }
+                    Err(_) => break,
+                }
+            }
+        }
         match (&self.spoiled, self.owed.is_empty()) {
             (None, true) => self.pool.release(worker),
             (None, false) => self.pool.discard(

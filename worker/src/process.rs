@@ -214,6 +214,9 @@ pub(crate) enum InvokeError {
     TimedOut,
     /// The worker does not hold the bundle; the call did not start.
     NeedBundle,
+    /// A request to send while a reply is owed is too large to wait in the pipe; nothing was
+    /// sent and the worker is as it was.
+    TooLargeAhead(String),
 }
 
 /// A page laid out for the frame.
@@ -422,7 +425,7 @@ impl WorkerProcess {
     }
 
     fn invoke_once(&mut self, call: &Call, grace: Duration) -> Result<Reply, InvokeError> {
-        let call_id = self.send_call(call, crate::frame::MAX_FRAME_BYTES)?;
+        let call_id = self.send_call(call, false)?;
         self.receive_call(call_id, Instant::now() + call.limits.wall() + grace)
     }
 
@@ -440,9 +443,9 @@ impl WorkerProcess {
         self.stdin_pipe_bytes / 2
     }
 
-    /// Sends one call without waiting for its reply; its id. A request above `max_bytes` is
-    /// not sent (`NotSent`).
-    pub(crate) fn send_call(&mut self, call: &Call, max_bytes: usize) -> Result<u64, InvokeError> {
+    /// Sends one call without waiting for its reply; its id. With `ahead` (a reply is still
+    /// owed), a request above [`WorkerProcess::ahead_bytes`] is not sent (`TooLargeAhead`).
+    pub(crate) fn send_call(&mut self, call: &Call, ahead: bool) -> Result<u64, InvokeError> {
         let call_id = self.next_call;
         self.next_call += 1;
         let send_bundle = !self.bundles.contains(&call.bundle_digest);
@@ -476,9 +479,10 @@ impl WorkerProcess {
             tail.extend([&p.meta[..], &parts.table[..], &parts.blob[..]]);
         }
         let bytes = 8 + header.len() + tail.iter().map(|t| t.len()).sum::<usize>();
-        if bytes > max_bytes {
-            return Err(InvokeError::NotSent(format!(
-                "the request of {bytes} bytes is above the {max_bytes} bytes it may take"
+        if ahead && bytes > self.ahead_bytes() {
+            return Err(InvokeError::TooLargeAhead(format!(
+                "its request of {bytes} bytes is above the {} bytes that may wait in the pipe",
+                self.ahead_bytes()
             )));
         }
         if let Some(file) = page.as_ref().and_then(|parts| parts.file)

@@ -184,3 +184,85 @@ fn skill_scope_reads_from_the_package() {
     assert_eq!(code, 0, "{v}");
     assert_eq!(v["output"]["scanned"], 60);
 }
+
+/// A package whose pages each add up their records after a busy loop, over an array of
+/// `n` small numbers framed into pages of about 256 bytes.
+fn slow_pages(n: usize) -> tempfile::TempDir {
+    let ws = tempfile::tempdir().unwrap();
+    let pkg = ws.path().join("pkg");
+    std::fs::create_dir(&pkg).unwrap();
+    std::fs::write(
+        pkg.join("X.yaml"),
+        "skill: slow\nversion: \"0.1.0\"\nrunners:\n  sum:\n    type: javascript\n    module: sum.mjs\n    export: page\n    timeout_seconds: 10\n    inputs:\n      data: { type: string, required: true }\n      data_base: { type: string, default: workspace }\n    pages: { path_from: data, path_scope_from: data_base, page_bytes: 256 }\n",
+    )
+    .unwrap();
+    std::fs::write(
+        pkg.join("sum.mjs"),
+        "export function page(i) {\n  const p = i.runx_page;\n  const s = p.state ?? { sum: 0, pages: 0 };\n  let spin = 0;\n  for (let k = 0; k < 1000000; k++) spin = (spin + k) % 7;\n  for (const r of p.records) s.sum += JSON.parse(r);\n  s.pages += spin >= 0 ? 1 : 0;\n  if (p.eof) return { runx_page: { state: s }, sum: s.sum, pages: s.pages };\n  return { runx_page: { state: s } };\n}\n",
+    )
+    .unwrap();
+    let numbers: Vec<String> = (1..=n).map(|i| format!("{:>7}", i)).collect();
+    std::fs::write(
+        ws.path().join("data.json"),
+        format!("[{}]", numbers.join(",")),
+    )
+    .unwrap();
+    ws
+}
+
+/// A worker killed while pages go ahead: the pages it had not answered run again on another
+/// worker with the host's state, and the run returns what an undisturbed run returns.
+#[test]
+fn a_worker_lost_while_pages_go_ahead_costs_nothing_but_time() {
+    let ws = slow_pages(1200);
+    let args = ["skill", "pkg", "sum", "-i", "data=data.json"];
+    let (calm, code) = json_in(ws.path(), &args, &[]);
+    assert_eq!(code, 0, "{calm}");
+    assert_eq!(calm["output"]["sum"], 1200 * 1201 / 2);
+    let pages = calm["output"]["pages"].as_u64().unwrap();
+    assert!(pages > 30, "{pages}");
+
+    let mut c = runx();
+    let mut child = c
+        .current_dir(ws.path())
+        .args(args)
+        .arg("--json")
+        .env("RUST_LOG", "runx_runtime=warn")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let runx_pid = child.id();
+    let start = std::time::Instant::now();
+    let worker = loop {
+        if let Some(&w) = children_of(runx_pid).first() {
+            break w;
+        }
+        assert!(
+            start.elapsed() < std::time::Duration::from_secs(10),
+            "no worker"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    };
+    // A few pages in.
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    let running = child.try_wait().unwrap().is_none();
+    let killed_mid_run = std::process::Command::new("kill")
+        .args(["-9", &worker.to_string()])
+        .status()
+        .unwrap()
+        .success()
+        && running;
+    let out = child.wait_with_output().unwrap();
+    let (v, code) = json_of(&out);
+    assert_eq!(code, 0, "{v}");
+    assert_eq!(v["output"], calm["output"]);
+    assert_eq!(v["output_digest"], calm["output_digest"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    // QuickJS spends long enough on each page for the kill to land mid-run.
+    if test_engine().is_none_or(|e| e == "quickjs") {
+        assert!(killed_mid_run);
+        assert!(stderr.contains("runs again on another worker"), "{stderr}");
+    }
+}

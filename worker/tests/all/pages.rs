@@ -265,6 +265,35 @@ fn a_kept_state_goes_only_to_the_next_call_and_not_after_a_run_ends() {
     let wrong = ahead_call(&file, 5, None, Some(d));
     let f = lease.send(&wrong).unwrap();
     lease.receive(d, &first).unwrap();
-    lease.receive(e, &skipped).unwrap();
+    let pid = lease.receive(e, &skipped).unwrap().worker_pid;
     refused(lease.receive(f, &wrong).unwrap_err());
+    // A run that ends while a page is ahead: the page is refused at once, and the worker,
+    // its answer read, goes back to the pool instead of being retired.
+    let ends = ahead_call(&file, 3, Some("null"), None);
+    let g = lease.send(&ends).unwrap();
+    lease.send(&ahead_call(&file, 5, None, Some(g))).unwrap();
+    lease.receive(g, &ends).unwrap();
+    drop(lease);
+    assert_eq!(pool.call(&first).unwrap().worker_pid, pid);
+}
+
+#[test]
+fn a_request_too_large_to_wait_in_the_pipe_is_not_sent_ahead_and_the_worker_stays() {
+    let pool = Pool::new(PoolConfig::new(worker_command()).size(1)).unwrap();
+    let (_dir, file) = artifact(b"[1,2,3]");
+    let cancel = runx_worker::cancel::CancelToken::new();
+    let mut lease = pool.lease(&single(SUM_RECORDS).digest(), &cancel).unwrap();
+    let first = ahead_call(&file, 1, Some("null"), None);
+    let a = lease.send(&first).unwrap();
+    // 2 MiB of input: more than half of any pipe the worker can have.
+    let mut big = ahead_call(&file, 3, None, Some(a));
+    big.input = format!(r#"{{"pad":"{}"}}"#, "x".repeat(2 << 20)).into_bytes();
+    match lease.send(&big) {
+        Err(runx_worker::pool::LeaseError::Retry(why)) => assert!(why.contains("pipe"), "{why}"),
+        other => panic!("{other:?}"),
+    }
+    // The call already sent still answers, and the worker goes back to the pool.
+    let ra = lease.receive(a, &first).unwrap();
+    drop(lease);
+    assert_eq!(pool.call(&first).unwrap().worker_pid, ra.worker_pid);
 }
