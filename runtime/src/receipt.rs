@@ -221,7 +221,8 @@ pub struct PageTimings {
     pub admission_ms: f64,
     /// Scanning records, validating them, copying them into pages and hashing page ranges.
     pub framing_ms: f64,
-    /// Round trips to the worker (transport plus JavaScript).
+    /// Round trips to the worker (transport plus JavaScript). A page sent ahead of the reply
+    /// before it counts from that reply to its own: the time the worker gave it.
     pub call_ms: f64,
     /// JavaScript time inside the worker.
     pub engine_ms: f64,

@@ -19,8 +19,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 /// Whether this process is a worker whose stdout carries frames to a host.
 static ON_STDOUT: AtomicBool = AtomicBool::new(false);
 
-/// The call the worker is running, if any.
-static RUNNING: Mutex<Option<(u64, Limits)>> = Mutex::new(None);
+/// The call the worker is running, if any: its id, limits and the digest of the kept state it
+/// took (see `serve::ahead`).
+static RUNNING: Mutex<Option<(u64, Limits, Option<String>)>> = Mutex::new(None);
 
 /// Declares that this process answers a host through frames on its stdout.
 pub(crate) fn answer_on_stdout() {
@@ -28,9 +29,9 @@ pub(crate) fn answer_on_stdout() {
 }
 
 /// Records the call being run until the returned guard is dropped.
-pub(crate) fn running(call_id: u64, limits: Limits) -> Running {
+pub(crate) fn running(call_id: u64, limits: Limits, state_digest: Option<String>) -> Running {
     if let Ok(mut slot) = RUNNING.lock() {
-        *slot = Some((call_id, limits));
+        *slot = Some((call_id, limits, state_digest));
     }
     Running(())
 }
@@ -55,12 +56,19 @@ pub fn answer(limit: Limit) -> bool {
         return false;
     }
     // `try_lock`: a thread that ends the process must never wait on another.
-    let Some((call_id, limits)) = RUNNING.try_lock().ok().and_then(|mut slot| slot.take()) else {
+    let Some((call_id, limits, state_digest)) =
+        RUNNING.try_lock().ok().and_then(|mut slot| slot.take())
+    else {
         return false;
     };
     let failure = Failure::exceeded(limit, &limits).discard_worker();
     let log = ConsoleLog::default();
-    let header = Header::new(call_id, Message::Failure { failure, log }).to_bytes();
+    let message = Message::Failure {
+        failure,
+        log,
+        state_digest,
+    };
+    let header = Header::new(call_id, message).to_bytes();
     match std::io::stdout().as_fd().try_clone_to_owned() {
         Ok(fd) => write_frame(&mut std::fs::File::from(fd), &header, &[]).is_ok(),
         Err(_) => false,

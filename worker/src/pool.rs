@@ -16,7 +16,7 @@
 //! worker running that call (and only that one); that worker is retired, not lost, so its
 //! replacement spends no budget.
 
-use crate::cancel::{CancelToken, Watch};
+use crate::cancel::CancelToken;
 use crate::engine::ConsoleLog;
 use crate::failure::{Failure, FailureCode};
 use crate::limits::Limit;
@@ -24,6 +24,10 @@ use crate::process::{Call, InvokeError, Reply, WorkerCommand, WorkerProcess, kil
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
+
+mod lease;
+
+pub use lease::{Lease, LeaseError};
 
 /// The most workers a pool may have.
 pub const MAX_WORKERS: usize = 16;
@@ -218,7 +222,7 @@ impl Pool {
                         return Err(crashed(why).into());
                     }
                 }
-                Err(InvokeError::Lost(why)) => {
+                Err(InvokeError::Lost(why) | InvokeError::StateMismatch(why)) => {
                     self.discard(worker, &why, Loss::Bundle(bundle));
                     if call.idempotent && !crashed_once {
                         crashed_once = true;
@@ -426,194 +430,6 @@ impl Pool {
         st.last_loss = Some(why.to_string());
         drop(st);
         self.inner.changed.notify_all();
-    }
-}
-
-/// How long a dropped lease waits for the replies still owed before it retires the worker.
-const DRAIN_WAIT: Duration = Duration::from_millis(50);
-
-/// One worker held for a run of calls, so that a call can go to it before the reply to the
-/// one before has come back: the pages of a paged run sent ahead (see `serve::ahead`). The
-/// lease registers the worker with the run's cancel token for its whole life. Dropped, it
-/// gives the worker back to the pool if nothing went wrong and no reply is owed, and
-/// otherwise retires it.
-pub struct Lease<'p> {
-    pool: &'p Pool,
-    cancel: &'p CancelToken,
-    bundle: String,
-    worker: Option<WorkerProcess>,
-    _watch: Watch<'p>,
-    /// Ids of the calls sent whose replies have not been read, oldest first.
-    owed: VecDeque<u64>,
-    /// Why the worker may not serve again, once something went wrong.
-    spoiled: Option<(String, bool)>,
-}
-
-/// How a leased call ended without a reply.
-#[derive(Debug)]
-pub enum LeaseError {
-    /// The call failed as it would have on any worker: the failure to report.
-    Failed(CallError),
-    /// The call did not run through, for a reason that is not its own (the worker was lost, or
-    /// the request could not be sent ahead); it may run again elsewhere.
-    Retry(String),
-}
-
-impl Pool {
-    /// Holds one worker for a run of calls of `bundle`, under `cancel`.
-    pub fn lease<'p>(
-        &'p self,
-        bundle: &str,
-        cancel: &'p CancelToken,
-    ) -> Result<Lease<'p>, Failure> {
-        let worker = self.acquire(bundle, cancel)?;
-        let Some(watch) = cancel.watch(worker.pid) else {
-            self.release(worker);
-            return Err(cancelled());
-        };
-        Ok(Lease {
-            pool: self,
-            cancel,
-            bundle: bundle.to_string(),
-            worker: Some(worker),
-            _watch: watch,
-            owed: VecDeque::new(),
-            spoiled: None,
-        })
-    }
-}
-
-impl Lease<'_> {
-    /// Whether the worker reads page records from descriptors (pages are sent ahead only then:
-    /// their requests are small).
-    pub fn pages_by_descriptor(&self) -> bool {
-        self.worker
-            .as_ref()
-            .is_some_and(|w| w.pages_by_descriptor())
-    }
-
-    /// Sends `call` without waiting for its reply; its id. A call sent while another's reply
-    /// is owed must fit in [`WorkerProcess::ahead_bytes`], or it is not sent (`Retry`).
-    pub fn send(&mut self, call: &Call) -> Result<u64, LeaseError> {
-        call.limits.check().map_err(|why| {
-            LeaseError::Failed(Failure::new(FailureCode::InvalidRequest, why).into())
-        })?;
-        Failure::check_input(call.input_bytes(), &call.limits)
-            .map_err(|f| LeaseError::Failed(f.into()))?;
-        let ahead = !self.owed.is_empty();
-        match self.worker()?.send_call(call, ahead) {
-            Ok(id) => {
-                self.owed.push_back(id);
-                Ok(id)
-            }
-            Err(e) => Err(self.settle(e, call)),
-        }
-    }
-
-    /// Waits for the reply to `id` (the oldest owed) until `wall` plus the pool's grace from
-    /// now.
-    pub fn receive(&mut self, id: u64, call: &Call) -> Result<Reply, LeaseError> {
-        if self.owed.front() != Some(&id) {
-            return Err(self.retry(format!("call {id} is not the next reply owed")));
-        }
-        self.owed.pop_front();
-        let deadline = Instant::now() + call.limits.wall() + self.pool.inner.config.grace;
-        let outcome = self.worker()?.receive_call(id, deadline);
-        if self.cancel.is_cancelled() {
-            // As in `call_cancellable`: the worker may have been killed mid-call, or just after
-            // it answered; an answer that came is kept, and nothing more is sent.
-            self.spoiled = Some(("its call was cancelled".to_string(), false));
-            return outcome.map_err(|_| LeaseError::Failed(cancelled().into()));
-        }
-        outcome.map_err(|e| self.settle(e, call))
-    }
-
-    fn worker(&mut self) -> Result<&mut WorkerProcess, LeaseError> {
-        if let Some((why, _)) = &self.spoiled {
-            return Err(LeaseError::Retry(why.clone()));
-        }
-        self.worker
-            .as_mut()
-            .ok_or_else(|| LeaseError::Retry("the lease holds no worker".to_string()))
-    }
-
-    /// The lease error for an invoke error, as [`Pool::call_cancellable`] would report it.
-    fn settle(&mut self, e: InvokeError, call: &Call) -> LeaseError {
-        match e {
-            InvokeError::Failed(failure, log) => {
-                if !failure.worker_reusable {
-                    self.spoiled = Some((failure.message.clone(), false));
-                }
-                LeaseError::Failed(CallError { failure, log })
-            }
-            InvokeError::TimedOut => {
-                let why = format!(
-                    "the worker did not answer within its wall of {} ms plus {} ms grace and was killed",
-                    call.limits.wall_milliseconds,
-                    self.pool.inner.config.grace.as_millis()
-                );
-                self.spoiled = Some((why.clone(), false));
-                LeaseError::Failed(
-                    Failure::limit(Limit::WallMilliseconds, why)
-                        .discard_worker()
-                        .into(),
-                )
-            }
-            InvokeError::Lost(why) => {
-                self.spoiled = Some((why.clone(), true));
-                LeaseError::Retry(why)
-            }
-            InvokeError::NotSent(why) => self.retry(why),
-            // Nothing reached the worker: it still serves the calls already sent.
-            InvokeError::TooLargeAhead(why) => LeaseError::Retry(why),
-            InvokeError::NeedBundle => self.retry("the worker asked for its bundle".to_string()),
-        }
-    }
-
-    fn retry(&mut self, why: String) -> LeaseError {
-        self.spoiled.get_or_insert((why.clone(), false));
-        LeaseError::Retry(why)
-    }
-}
-
-impl Drop for Lease<'_> {
-    fn drop(&mut self) {
-        let Some(mut worker) = self.worker.take() else {
-            return;
-        };
-        if self.spoiled.is_none() && !self.owed.is_empty() {
-            // A page sent ahead of a reply that ended the run is refused at once (the worker
-            // kept no state for it): read those answers rather than lose a warm worker. One
-            // that runs on is not waited for.
-            let deadline = Instant::now() + DRAIN_WAIT;
-            while let Some(&id) = self.owed.front() {
-                match worker.receive_call(id, deadline) {
-                    Ok(_) => {
-                        self.owed.pop_front();
-                    }
-                    Err(InvokeError::Failed(f, _)) if f.worker_reusable => {
-                        self.owed.pop_front();
-                    }
-                    Err(_) => break,
-                }
-            }
-        }
-        match (&self.spoiled, self.owed.is_empty()) {
-            (None, true) => self.pool.release(worker),
-            (None, false) => self.pool.discard(
-                worker,
-                "it was running a call no one waits for",
-                Loss::Retired,
-            ),
-            (Some((why, lost)), _) => {
-                let loss = if *lost {
-                    Loss::Bundle(&self.bundle)
-                } else {
-                    Loss::Retired
-                };
-                self.pool.discard(worker, why, loss)
-            }
-        }
     }
 }
 

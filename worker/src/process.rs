@@ -217,6 +217,9 @@ pub(crate) enum InvokeError {
     /// A request to send while a reply is owed is too large to wait in the pipe; nothing was
     /// sent and the worker is as it was.
     TooLargeAhead(String),
+    /// The reply to a page that took a kept state does not name the state the host expected:
+    /// the page ran (or was refused) with another state.
+    StateMismatch(String),
 }
 
 /// A page laid out for the frame.
@@ -426,7 +429,7 @@ impl WorkerProcess {
 
     fn invoke_once(&mut self, call: &Call, grace: Duration) -> Result<Reply, InvokeError> {
         let call_id = self.send_call(call, false)?;
-        self.receive_call(call_id, Instant::now() + call.limits.wall() + grace)
+        self.receive_call(call_id, Instant::now() + call.limits.wall() + grace, None)
     }
 
     /// Whether the worker reads page records from descriptors, so that a page's frame holds
@@ -520,6 +523,7 @@ impl WorkerProcess {
         &mut self,
         call_id: u64,
         deadline: Instant,
+        state: Option<&str>,
     ) -> Result<Reply, InvokeError> {
         let (header, tail) = match self.next_reply(deadline) {
             Ok(r) => r,
@@ -531,6 +535,20 @@ impl WorkerProcess {
                 "the worker answered call {} while call {call_id} was pending",
                 header.call_id
             )));
+        }
+        if let Some(expected) = state {
+            let named = match &header.message {
+                Message::Result { state_digest, .. } | Message::Failure { state_digest, .. } => {
+                    state_digest.as_deref()
+                }
+                _ => None,
+            };
+            if named != Some(expected) {
+                return Err(InvokeError::StateMismatch(format!(
+                    "the worker answered call {call_id} for a state other than the host's ({})",
+                    named.unwrap_or("none named")
+                )));
+            }
         }
         match header.message {
             Message::Result {
@@ -545,7 +563,9 @@ impl WorkerProcess {
                 state_digest,
             }),
             // A worker is not trusted to have bounded what it sends.
-            Message::Failure { failure, log } => Err(InvokeError::Failed(failure.bounded(), log)),
+            Message::Failure { failure, log, .. } => {
+                Err(InvokeError::Failed(failure.bounded(), log))
+            }
             Message::NeedBundle { .. } => Err(InvokeError::NeedBundle),
             other => Err(InvokeError::Lost(format!(
                 "the worker answered an invoke with {other:?}"

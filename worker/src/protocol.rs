@@ -134,6 +134,9 @@ pub enum Message {
         /// Console output up to the failure.
         #[serde(default)]
         log: ConsoleLog,
+        /// As in `result`, for a page sent with `state_from`.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        state_digest: Option<String>,
     },
     /// Worker → host: the invoke named a bundle this worker does not hold (it was never sent,
     /// or the worker's cache let it go); the call did not start. The host resends with the

@@ -285,9 +285,14 @@ fn answer(
     tail: &[&[u8]],
 ) -> Result<(), FrameError> {
     let message = match message {
-        Message::Failure { failure, log } => Message::Failure {
+        Message::Failure {
+            failure,
+            log,
+            state_digest,
+        } => Message::Failure {
             failure: failure.bounded(),
             log,
+            state_digest,
         },
         other => other,
     };
@@ -307,6 +312,7 @@ fn reject(failure: Failure) -> Message {
     Message::Failure {
         failure,
         log: ConsoleLog::default(),
+        state_digest: None,
     }
 }
 
@@ -472,6 +478,45 @@ fn invoke(
             Err(why) => return Next::answer(id, reject(invalid(why))),
         },
     };
+    // Every answer to a call that took a kept state names that state, so that the host can
+    // tell a failure of the page from a failure of the state it was given.
+    let digest = state.as_deref().map(ahead::state_digest);
+    let mut next = run_parts(
+        engine,
+        id,
+        bundle,
+        &request,
+        tail,
+        file,
+        state,
+        digest.clone(),
+        session,
+    );
+    if let Next::Answer(
+        _,
+        Message::Result { state_digest, .. } | Message::Failure { state_digest, .. },
+        _,
+    ) = &mut next
+    {
+        *state_digest = digest;
+    }
+    next
+}
+
+/// Checks the size of a call, lays its tail out (the kept `state` joined to a page's
+/// metadata) and runs it.
+#[allow(clippy::too_many_arguments)]
+fn run_parts(
+    engine: &mut dyn Engine,
+    id: u64,
+    bundle: &Arc<ModuleBundle>,
+    request: &Invoke,
+    tail: &[u8],
+    file: Option<std::fs::File>,
+    state: Option<Vec<u8>>,
+    digest: Option<String>,
+    session: &mut Session<'_>,
+) -> Next {
     let logical = request.input_len as usize
         + request.page.map_or(0, |p| p.input_bytes())
         + state.as_ref().map_or(0, |s| s.len() + 1);
@@ -480,7 +525,7 @@ fn invoke(
     }
     let pages = &mut session.pages;
     let joined: Vec<u8>;
-    let mut parts = match split_tail(&request, tail, file.as_ref(), pages) {
+    let mut parts = match split_tail(request, tail, file.as_ref(), pages) {
         Ok(parts) => parts,
         Err(failure) => return Next::answer(id, reject(failure)),
     };
@@ -488,14 +533,9 @@ fn invoke(
         joined = ahead::joined_meta(head, state);
         parts.page = Some((&joined, blob));
     }
-    let mut next = call_with(engine, id, bundle, &request, &parts);
+    let next = call_with(engine, id, bundle, request, &parts, digest);
     // The page's map goes with its call: the worker holds no page between calls.
     pages.release();
-    if let (Some(state), Next::Answer(_, Message::Result { state_digest, .. }, _)) =
-        (&state, &mut next)
-    {
-        *state_digest = Some(ahead::state_digest(state));
-    }
     next
 }
 
@@ -506,6 +546,7 @@ fn call_with(
     bundle: &Arc<ModuleBundle>,
     request: &Invoke,
     parts: &TailParts<'_>,
+    state_digest: Option<String>,
 ) -> Next {
     let call = EngineCall {
         bundle,
@@ -521,7 +562,7 @@ fn call_with(
     };
     // If the engine must end the process (a heap exhausted inside a builtin), the answer to
     // this call is still written: see `fatal`.
-    let _running = crate::fatal::running(id, request.limits);
+    let _running = crate::fatal::running(id, request.limits, state_digest);
     match call_engine(engine, &call) {
         Ok((bytes, log, engine_us)) => Next::Answer(
             id,
@@ -532,7 +573,14 @@ fn call_with(
             },
             bytes,
         ),
-        Err((failure, log)) => Next::answer(id, Message::Failure { failure, log }),
+        Err((failure, log)) => Next::answer(
+            id,
+            Message::Failure {
+                failure,
+                log,
+                state_digest: None,
+            },
+        ),
     }
 }
 

@@ -89,6 +89,27 @@ fn done_stops_early() {
     assert_eq!(r["artifact"]["finished"], true);
 }
 
+/// A run that ends with `done` before a malformed part of its artifact succeeds with a clean
+/// receipt, although the framer (ahead of the calls) already met the malformed part.
+#[test]
+fn done_before_a_malformed_page_leaves_no_failure_behind() {
+    let (ws, _) = archive(6000);
+    let path = ws.path().join("tweets.js");
+    let text = std::fs::read_to_string(&path).unwrap();
+    // Past the first 64 KiB page, a record that is not JSON.
+    let cut = text[100_000..].find(",\n").unwrap() + 100_000;
+    std::fs::write(&path, format!("{},{{bad}}{}", &text[..cut], &text[cut..])).unwrap();
+    let (broken, code) = select(ws.path(), "select", &[]);
+    assert_eq!(code, 1, "{broken}");
+    assert!(receipt(&broken)["artifact"]["failed_offset"].is_u64());
+    let (v, code) = select(ws.path(), "select", &["-i", "stop_after=300"]);
+    assert_eq!(code, 0, "{v}");
+    let r = receipt(&v);
+    assert_eq!(r["artifact"]["finished"], true);
+    assert!(r["artifact"]["failed_page_index"].is_null(), "{r}");
+    assert!(r["artifact"]["failed_offset"].is_null(), "{r}");
+}
+
 #[test]
 fn module_failures_name_page_and_offset() {
     let (ws, _) = archive(200);

@@ -161,6 +161,31 @@ struct PageLoop<'a> {
     progress: Option<&'a ProgressSink>,
 }
 
+/// Why the framer gave no page. A framing error is kept as it came until the loop reaches
+/// it: a run that ends before (`done`) does not record it.
+enum Unframed {
+    Framing(FramingError),
+    Run(RunError),
+}
+
+impl Unframed {
+    /// The run's error, recording where framing failed.
+    fn into_error(self, record: &mut ArtifactProvenance) -> RunError {
+        match self {
+            Unframed::Framing(e) => framing_failed(e, record),
+            Unframed::Run(e) => e,
+        }
+    }
+}
+
+/// A page taken from the framer that the one-call-at-a-time loop must run (or the reason
+/// there is none), in order.
+struct Unanswered {
+    page: Result<Prepared, Unframed>,
+    /// The page was running when its worker was lost.
+    lost_once: bool,
+}
+
 /// How a page's reply leaves the run.
 enum Settled {
     /// The run ends with this output.
@@ -244,16 +269,20 @@ impl PageLoop<'_> {
             return Ok(produced);
         }
         loop {
-            let prepared = match waiting.pop_front() {
-                Some(next) => next?,
-                None => self.next_prepared(framed, record)?,
+            // A page lost once with a worker that ran it ahead has spent its one retry.
+            let (prepared, retry_if_lost) = match waiting.pop_front() {
+                Some(Unanswered { page, lost_once }) => {
+                    (page.map_err(|u| u.into_error(record))?, !lost_once)
+                }
+                None => (self.next_prepared(framed, record)?, true),
             };
             let at = At {
                 index: prepared.page.index,
                 offset: prepared.page.offset,
             };
             let (eof, covered) = (prepared.page.eof, prepared.page.next_offset);
-            let reply = self.call_page(prepared, &state, at, give_back, record, log)?;
+            let reply =
+                self.call_page(prepared, &state, at, retry_if_lost, give_back, record, log)?;
             match self.settle_page(&reply, at, eof, covered, record)? {
                 Settled::Finished(produced) => return Ok(produced),
                 Settled::Next(next) => state = next,
@@ -267,21 +296,31 @@ impl PageLoop<'_> {
         framed: &ConsumerGuard<'_, Framed>,
         record: &mut ArtifactProvenance,
     ) -> Result<Prepared, RunError> {
+        self.next_framed(framed, record)
+            .map_err(|u| u.into_error(record))
+    }
+
+    /// The next framed page, or why there is none, not yet recorded as the run's failure.
+    fn next_framed(
+        &self,
+        framed: &ConsumerGuard<'_, Framed>,
+        record: &mut ArtifactProvenance,
+    ) -> Result<Prepared, Unframed> {
         let Some((next, took)) = framed.pop() else {
-            return Err(RunError::internal(
+            return Err(Unframed::Run(RunError::internal(
                 "framing_thread",
                 "the framing thread stopped without a final page",
-            ));
+            )));
         };
         record.timings.framing_ms += ms(took);
         match next {
             Ok(Some(p)) => Ok(p),
-            Ok(None) => Err(RunError::new(
+            Ok(None) => Err(Unframed::Run(RunError::new(
                 FailureKind::Page,
                 "no_final_page",
                 "the artifact ended without a final page",
-            )),
-            Err(e) => Err(framing_failed(e, record)),
+            ))),
+            Err(e) => Err(Unframed::Framing(e)),
         }
     }
 
@@ -313,12 +352,15 @@ impl PageLoop<'_> {
         Ok(Settled::Next(state))
     }
 
-    /// Calls the export with one page and the prior state.
+    /// Calls the export with one page and the prior state; a page whose worker is lost runs
+    /// once more elsewhere if `retry_if_lost`.
+    #[allow(clippy::too_many_arguments)]
     fn call_page(
         &self,
         prepared: Prepared,
         state: &Value,
         at: At,
+        retry_if_lost: bool,
         give_back: &Sender<Vec<u8>>,
         record: &mut ArtifactProvenance,
         log: &mut ConsoleLog,
@@ -358,7 +400,7 @@ impl PageLoop<'_> {
             }),
             environment: self.environment.clone(),
             limits,
-            idempotent: true,
+            idempotent: retry_if_lost,
         };
         let started = Instant::now();
         let reply = self.pool.call_cancellable(&call, self.cancel);

@@ -4,7 +4,7 @@
 use super::pool::worker_command;
 use super::single;
 use runx_worker::failure::FailureCode;
-use runx_worker::pool::{Pool, PoolConfig};
+use runx_worker::pool::{LeaseError, Pool, PoolConfig};
 use runx_worker::process::{Call, PagePayload, PageRecords};
 use runx_worker::protocol::ByteRange;
 use serde_json::{Value, json};
@@ -216,14 +216,14 @@ fn a_page_sent_ahead_takes_the_state_the_worker_kept_and_reports_its_digest() {
     let b = lease.send(&second).unwrap();
     let third = ahead_call(&file, 5, None, Some(b));
     let c = lease.send(&third).unwrap();
-    let ra = lease.receive(a, &first).unwrap();
+    let ra = lease.receive(a, &first, None).unwrap();
     assert_eq!(ra.state_digest, None);
-    let rb = lease.receive(b, &second).unwrap();
-    assert_eq!(
-        rb.state_digest.as_deref(),
-        Some(runx_worker::serve::state_digest(br#"{"sum":1}"#).as_str())
-    );
-    let rc = lease.receive(c, &third).unwrap();
+    let one = digest(r#"{"sum":1}"#);
+    let rb = lease.receive(b, &second, Some(&one)).unwrap();
+    assert_eq!(rb.state_digest.as_deref(), Some(one.as_str()));
+    let rc = lease
+        .receive(c, &third, Some(&digest(r#"{"sum":3}"#)))
+        .unwrap();
     let out: Value = serde_json::from_slice(&rc.output).unwrap();
     assert_eq!(out, json!({"runx_page": {"state": {"sum": 6}}}));
     let pid = ra.worker_pid;
@@ -239,8 +239,8 @@ fn a_kept_state_goes_only_to_the_next_call_and_not_after_a_run_ends() {
     // The second record, 0, ends the run (`done`): nothing is kept for a page after it.
     let (_dir, file) = artifact(b"[5,0,7]");
     let cancel = runx_worker::cancel::CancelToken::new();
-    let refused = |e: runx_worker::pool::LeaseError| match e {
-        runx_worker::pool::LeaseError::Failed(e) => {
+    let refused = |e: LeaseError| match e {
+        LeaseError::Failed(e) => {
             assert_eq!(e.failure.code, FailureCode::InvalidRequest, "{e:?}");
             assert!(e.failure.message.contains("does not hold"), "{e:?}");
         }
@@ -253,28 +253,67 @@ fn a_kept_state_goes_only_to_the_next_call_and_not_after_a_run_ends() {
     let b = lease.send(&done).unwrap();
     let after = ahead_call(&file, 5, None, Some(b));
     let c = lease.send(&after).unwrap();
-    lease.receive(a, &first).unwrap();
-    let rb = lease.receive(b, &done).unwrap();
+    lease.receive(a, &first, None).unwrap();
+    let rb = lease
+        .receive(b, &done, Some(&digest(r#"{"sum":5}"#)))
+        .unwrap();
     let out: Value = serde_json::from_slice(&rb.output).unwrap();
     assert_eq!(out["runx_page"]["done"], json!(true));
-    refused(lease.receive(c, &after).unwrap_err());
+    refused(lease.receive(c, &after, None).unwrap_err());
     // A state is kept for the very next call only, and only for the call that names it.
     let d = lease.send(&first).unwrap();
     let skipped = ahead_call(&file, 5, None, Some(d));
     let e = lease.send(&skipped).unwrap();
     let wrong = ahead_call(&file, 5, None, Some(d));
     let f = lease.send(&wrong).unwrap();
-    lease.receive(d, &first).unwrap();
-    let pid = lease.receive(e, &skipped).unwrap().worker_pid;
-    refused(lease.receive(f, &wrong).unwrap_err());
+    lease.receive(d, &first, None).unwrap();
+    let pid = lease
+        .receive(e, &skipped, Some(&digest(r#"{"sum":5}"#)))
+        .unwrap()
+        .worker_pid;
+    refused(lease.receive(f, &wrong, None).unwrap_err());
     // A run that ends while a page is ahead: the page is refused at once, and the worker,
     // its answer read, goes back to the pool instead of being retired.
     let ends = ahead_call(&file, 3, Some("null"), None);
     let g = lease.send(&ends).unwrap();
     lease.send(&ahead_call(&file, 5, None, Some(g))).unwrap();
-    lease.receive(g, &ends).unwrap();
+    lease.receive(g, &ends, None).unwrap();
     drop(lease);
     assert_eq!(pool.call(&first).unwrap().worker_pid, pid);
+}
+
+#[test]
+fn a_reply_that_names_another_state_than_the_hosts_is_retried_and_the_worker_retired() {
+    let pool = Pool::new(PoolConfig::new(worker_command()).size(1)).unwrap();
+    let (_dir, file) = artifact(b"[1,2,3]");
+    let cancel = runx_worker::cancel::CancelToken::new();
+    let mut lease = pool.lease(&single(SUM_RECORDS).digest(), &cancel).unwrap();
+    let first = ahead_call(&file, 1, Some("null"), None);
+    let a = lease.send(&first).unwrap();
+    let second = ahead_call(&file, 3, None, Some(a));
+    let b = lease.send(&second).unwrap();
+    let pid = lease.receive(a, &first, None).unwrap().worker_pid;
+    // The host holds {"sum":2}; the worker gave the page {"sum":1}.
+    match lease.receive(b, &second, Some(&digest(r#"{"sum":2}"#))) {
+        Err(LeaseError::Retry(why)) => assert!(why.contains("state other than"), "{why}"),
+        other => panic!("{other:?}"),
+    }
+    // Nothing more goes to that worker, and the pool does not get it back.
+    assert!(matches!(lease.send(&first), Err(LeaseError::Retry(_))));
+    drop(lease);
+    assert_ne!(pool.call(&first).unwrap().worker_pid, pid);
+    // A refusal names no state at all: for a host that expects one, that is no answer either.
+    let mut lease = pool.lease(&single(SUM_RECORDS).digest(), &cancel).unwrap();
+    let orphan = ahead_call(&file, 3, None, Some(1));
+    let c = lease.send(&orphan).unwrap();
+    assert!(matches!(
+        lease.receive(c, &orphan, Some(&digest("null"))),
+        Err(LeaseError::Retry(_))
+    ));
+}
+
+fn digest(state: &str) -> String {
+    runx_worker::serve::state_digest(state.as_bytes())
 }
 
 #[test]
@@ -289,11 +328,11 @@ fn a_request_too_large_to_wait_in_the_pipe_is_not_sent_ahead_and_the_worker_stay
     let mut big = ahead_call(&file, 3, None, Some(a));
     big.input = format!(r#"{{"pad":"{}"}}"#, "x".repeat(2 << 20)).into_bytes();
     match lease.send(&big) {
-        Err(runx_worker::pool::LeaseError::Retry(why)) => assert!(why.contains("pipe"), "{why}"),
+        Err(LeaseError::Retry(why)) => assert!(why.contains("pipe"), "{why}"),
         other => panic!("{other:?}"),
     }
     // The call already sent still answers, and the worker goes back to the pool.
-    let ra = lease.receive(a, &first).unwrap();
+    let ra = lease.receive(a, &first, None).unwrap();
     drop(lease);
     assert_eq!(pool.call(&first).unwrap().worker_pid, ra.worker_pid);
 }

@@ -16,7 +16,7 @@
 //! back, in order, to the one-call-at-a-time loop, which runs them again with the host's own
 //! state. What a run returns, logs and records does not depend on which loop ran a page.
 
-use super::{At, Framed, PageLoop, Prepared, Settled, ms};
+use super::{At, Framed, PageLoop, Prepared, Settled, Unanswered, ms};
 use crate::failure::RunError;
 use crate::limits::PAGE_COUNT;
 use crate::receipt::ArtifactProvenance;
@@ -69,9 +69,16 @@ impl Sent {
     }
 }
 
-/// Pages taken from the framer that the one-call-at-a-time loop must run (or the framing
-/// error it must report), in order.
-pub(super) type Waiting = VecDeque<Result<Prepared, RunError>>;
+/// Pages taken from the framer that the one-call-at-a-time loop must run, in order.
+pub(super) type Waiting = VecDeque<Unanswered>;
+
+/// A page for the other loop.
+fn unanswered(page: Prepared, lost_once: bool) -> Unanswered {
+    Unanswered {
+        page: Ok(page),
+        lost_once,
+    }
+}
 
 impl PageLoop<'_> {
     /// Runs pages ahead on one leased worker. `Some`: the run ended here. `None`: the rest of
@@ -101,7 +108,7 @@ impl PageLoop<'_> {
             Err(unsent) => {
                 let (prepared, why) = *unsent;
                 tracing::debug!("pages are not sent ahead: {why}");
-                waiting.push_back(Ok(prepared));
+                waiting.push_back(unanswered(prepared, false));
                 return Ok(None);
             }
         };
@@ -112,7 +119,7 @@ impl PageLoop<'_> {
             let mut next = None;
             let mut held = None;
             if !current.page.eof {
-                held = match self.next_prepared(framed, record) {
+                held = match self.next_framed(framed, record) {
                     Ok(p) if u64::from(p.page.index) < PAGE_COUNT.max => {
                         match self.send(&mut lease, p, None, Some(current.id), log) {
                             Ok(sent) => {
@@ -122,33 +129,24 @@ impl PageLoop<'_> {
                             Err(unsent) => {
                                 let (p, why) = *unsent;
                                 tracing::debug!("page {} is not sent ahead: {why}", p.page.index);
-                                Some(Ok(p))
+                                Some(unanswered(p, false))
                             }
                         }
                     }
-                    other => Some(other),
+                    other => Some(Unanswered {
+                        page: other,
+                        lost_once: false,
+                    }),
                 };
             }
             let bound = self.module.limits.log_bytes;
-            let reply = lease.receive(current.id, &current.call);
+            // A page that took the worker's kept state must name the state the host holds.
+            let expected = current.takes_kept_state.then(|| digest_of(state)).flatten();
+            if current.takes_kept_state && expected.is_none() {
+                return Err(RunError::internal("encode", "the state cannot be encoded"));
+            }
+            let reply = lease.receive(current.id, &current.call, expected.as_deref());
             let arrived = Instant::now();
-            let reply = match reply {
-                Ok(reply) if current.takes_kept_state && reply.state_digest != digest_of(state) => {
-                    Err(LeaseError::Retry(format!(
-                        "the worker gave page {} a state other than the one the host holds",
-                        at.index
-                    )))
-                }
-                // The worker refused the state it was asked for, though the host took the
-                // reply before as one that goes on: run the page again with the host's state.
-                Err(LeaseError::Failed(e))
-                    if current.takes_kept_state
-                        && e.failure.code == runx_worker::failure::FailureCode::InvalidRequest =>
-                {
-                    Err(LeaseError::Retry(e.failure.message))
-                }
-                other => other,
-            };
             let mut reply = match reply {
                 Ok(reply) => reply,
                 Err(LeaseError::Failed(e)) => {
@@ -158,8 +156,8 @@ impl PageLoop<'_> {
                 }
                 Err(LeaseError::Retry(why)) => {
                     tracing::warn!("page {} runs again on another worker: {why}", at.index);
-                    waiting.push_back(Ok(current.into_prepared()));
-                    waiting.extend(next.map(|n| Ok(n.into_prepared())));
+                    waiting.push_back(unanswered(current.into_prepared(), true));
+                    waiting.extend(next.map(|n| unanswered(n.into_prepared(), false)));
                     waiting.extend(held);
                     return Ok(None);
                 }
