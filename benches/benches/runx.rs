@@ -9,7 +9,7 @@
 //! and `runx` built with `--features runx-worker/v8,runx-cli/v8`), V8 is measured beside
 //! QuickJS and the report ends with the side-by-side tables of the README.
 
-use runx_benches::memory::{Peaks, Sampler, system_shmem_kib};
+use runx_benches::memory::{self, Peaks, Sampler, system_shmem_kib};
 use runx_benches::workload::{self, AGGREGATE_MODULE, Bench, PAGE_SIZES, TimeSplit};
 use runx_benches::{Stats, growth_exponent, stats};
 use runx_runtime::Runtime;
@@ -107,6 +107,14 @@ fn main() {
             ws.display()
         );
         return;
+    }
+    match memory::new_file_writes(&ws, 256 << 20, Duration::from_secs(8)) {
+        Ok((after_idle, at_once)) => println!(
+            "machine: a new 256 MiB file written after 8 s idle in {:.0} ms, again at once in {:.0} ms (admission writes such a file: where the two differ, its time depends on what ran before it; see runx_benches::memory::new_file_writes)",
+            ms(after_idle),
+            ms(at_once)
+        ),
+        Err(e) => println!("machine: cannot time a new file's writes: {e}"),
     }
     let latencies: Vec<Latency> = engines
         .iter()
@@ -334,6 +342,8 @@ struct EngineCell {
     /// Share of the paged wall spent outside JavaScript and outside the framing that overlaps
     /// it (admission, transport, result handling), in %.
     outside_percent: f64,
+    /// Admission's part of `outside_percent` (copy and whole-file hash before page 0), in %.
+    admission_percent: f64,
 }
 
 /// What the later sections need of one archive size.
@@ -572,6 +582,7 @@ fn paged_cell(
         outside_percent: median.split.percent(
             median.split.admission_ms + median.split.transport_ms + median.split.result_ms,
         ),
+        admission_percent: median.split.percent(median.split.admission_ms),
     };
     Some((cell, median.wall))
 }
@@ -1053,7 +1064,7 @@ fn summary(engines: &[&str], latencies: &[Latency], rows: &[SizeRow], node: Opti
     let mut rule = String::from("|---|---|");
     for e in engines {
         head.push_str(&format!(
-            " {e} paged MB/s | {e} alone MB/s | {e} runx/alone (paired) | {e} outside JS | {e} worker/in-process JS | {e} runx/alone (composed) |"
+            " {e} paged MB/s | {e} alone MB/s | {e} runx/alone (paired) | {e} outside JS (admission) | {e} worker/in-process JS | {e} runx/alone (composed) |"
         ));
         rule.push_str("---|---|---|---|---|---|");
     }
@@ -1071,12 +1082,13 @@ fn summary(engines: &[&str], latencies: &[Latency], rows: &[SizeRow], node: Opti
             let mut line = format!("| {} MiB | {} |", r.size_mib, page_label(*page));
             for c in &r.cells[i] {
                 line.push_str(&format!(
-                    " {:.1} ({:.0}% JS) | {} | {} | {:.1}% | {} | {} |",
+                    " {:.1} ({:.0}% JS) | {} | {} | {:.1}% ({:.1}%) | {} | {} |",
                     c.paged,
                     c.javascript_percent,
                     num(c.alone),
                     num_ratio(c.paired),
                     c.outside_percent,
+                    c.admission_percent,
                     num_ratio(c.parity),
                     num_ratio(c.parity.map(|p| c.javascript_percent / 100.0 / p)),
                 ));

@@ -173,6 +173,42 @@ impl Sampler {
     }
 }
 
+/// The time to write a new file of `bytes` in 1 MiB chunks into `dir` (unlinked at once, so
+/// it never reaches the disk), first after `idle` without work, then again at once: what
+/// admission's copy pays for the page cache it fills, in the two states this machine's memory
+/// can be in.
+///
+/// On a virtual machine that reports free memory to its host (virtio-balloon free page
+/// reporting), free blocks that stay unused for a few seconds are handed back, and the first
+/// touch of a page in them traps to the host. The file system's page cache allocates large
+/// folios, from exactly such blocks, so a write after an idle spell can cost several times a
+/// write right after another file was freed. Elsewhere the two times are alike.
+pub fn new_file_writes(
+    dir: &std::path::Path,
+    bytes: usize,
+    idle: Duration,
+) -> std::io::Result<(Duration, Duration)> {
+    let chunk = vec![0x5au8; 1 << 20];
+    let write_once = || -> std::io::Result<Duration> {
+        use std::io::Write;
+        let path = dir.join(format!("new-file-write-{}", std::process::id()));
+        let started = std::time::Instant::now();
+        let mut file = std::fs::File::create(&path)?;
+        std::fs::remove_file(&path)?;
+        let mut left = bytes;
+        while left > 0 {
+            let n = left.min(chunk.len());
+            file.write_all(&chunk[..n])?;
+            left -= n;
+        }
+        Ok(started.elapsed())
+    };
+    std::thread::sleep(idle);
+    let after_idle = write_once()?;
+    let at_once = write_once()?;
+    Ok((after_idle, at_once))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -201,5 +237,15 @@ mod tests {
         let status = text.read(&format!("/proc/{me}/status")).to_string();
         assert!(status.starts_with("Name:") && !status.contains("MemTotal"));
         assert!(text.buf.capacity() >= PROC_TEXT_BYTES);
+    }
+
+    #[test]
+    fn new_file_writes_leave_nothing_behind() {
+        let dir = std::env::temp_dir().join(format!("runx-bench-probe-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let (idle, at_once) = new_file_writes(&dir, (3 << 20) + 5, Duration::ZERO).unwrap();
+        assert!(idle > Duration::ZERO && at_once > Duration::ZERO);
+        assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 0);
+        std::fs::remove_dir(&dir).unwrap();
     }
 }
