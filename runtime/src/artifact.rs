@@ -8,14 +8,22 @@
 //! - **reflink** (`FICLONE`) where the file system shares extents between files (Btrfs, XFS):
 //!   the clone costs no copy, and later writes to the source cannot reach it (copy on write).
 //!   The digest is computed by reading the clone, so the bytes hashed are the clone's bytes.
-//! - **copy** everywhere else: the source is read once, each chunk is written to the snapshot
-//!   and hashed (on a second thread, one chunk behind), so the bytes hashed are the bytes
-//!   written. Write-back is started as the copy goes, so the page cache holds clean, evictable
-//!   pages soon after admission.
+//! - **copy** everywhere else, in two passes. Admission reads the source once and hashes it:
+//!   that digest is `whole_digest`, which every page carries, so it must be known before page
+//!   0. The copy into the snapshot then goes on beside the pages, a chunk at a time as framing
+//!   reaches it ([`Artifact::fill_to`]), and hashes every chunk it writes; when the copy is
+//!   whole, that second digest must equal the first ([`Artifact::finish`], which the paged
+//!   runner calls before any result leaves the run), or the run fails with `artifact_changed`.
+//!   So the bytes paged, which are the snapshot's, are the bytes hashed: checked, not assumed.
+//!   Why two passes: hashing runs at ~1.4 GB/s from the page cache, while filling new page
+//!   cache can cost several times that where the kernel must first get the memory back (a VM
+//!   that reports free memory to its host), and the copy then overlaps the JavaScript instead
+//!   of delaying page 0.
 //!
 //! Either way the snapshot is never linked into a directory, only this process holds a
-//! writable descriptor to it, and it is made read-only (mode `0400`) before use; workers
-//! receive a read-only descriptor. Nothing that holds a writable handle writes after the hash.
+//! writable descriptor to it, and it is made read-only (mode `0400`) before anything is
+//! written; workers receive a read-only descriptor. A byte of the snapshot is written once,
+//! and nothing reads it (this process or a worker) before it has been written.
 //!
 //! The source file is opened through [`runx_worker::scope`], like every other file runx reads
 //! for a package.
@@ -23,10 +31,11 @@
 use crate::limits::{ARTIFACT_BYTES, LimitDef};
 use runx_worker::scope::{Scope, ScopeError};
 use sha2::{Digest, Sha256};
-use std::io::{self, Read, Seek, SeekFrom, Write};
+use std::io::{self, Read, Seek, SeekFrom};
+use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 
 /// Why an artifact was not admitted.
 #[derive(Debug, thiserror::Error)]
@@ -92,6 +101,15 @@ pub enum AdmissionError {
         #[source]
         source: io::Error,
     },
+    /// The file changed between the read that hashed it and the copy into the snapshot: the
+    /// copy no longer matches the digest the pages carried.
+    #[error(
+        "artifact `{path}` changed while it was copied into its snapshot (the copy does not hash to the digest read first); run again once nothing writes to it"
+    )]
+    Changed {
+        /// The path as given.
+        path: String,
+    },
 }
 
 impl AdmissionError {
@@ -105,6 +123,7 @@ impl AdmissionError {
             AdmissionError::NotAFile { .. } => "artifact_type",
             AdmissionError::TooLarge { .. } => ARTIFACT_BYTES.name,
             AdmissionError::Copy { .. } => "artifact_copy",
+            AdmissionError::Changed { .. } => "artifact_changed",
         }
     }
 
@@ -115,7 +134,8 @@ impl AdmissionError {
 }
 
 /// An admitted snapshot. Changes to the source file after admission do not reach it: the
-/// snapshot is an unlinked temporary file only this process holds.
+/// snapshot is an unlinked temporary file only this process holds, and a copy that would have
+/// taken them in fails ([`AdmissionError::Changed`]).
 pub struct Artifact {
     /// Opaque, per-runtime-instance handle; never part of semantic output.
     pub artifact_ref: String,
@@ -125,9 +145,67 @@ pub struct Artifact {
     pub bytes: u64,
     /// How the snapshot was made.
     pub made: Snapshot,
-    map: Option<memmap2::Mmap>,
+    /// A read-only map of the whole snapshot, of which only `[0, filled)` is ever read.
+    map: Option<memmap2::MmapRaw>,
     /// A read-only descriptor of the snapshot, for workers to read their pages from.
     read_only: Option<Arc<std::fs::File>>,
+    /// Bytes `[0, filled)` of the snapshot are written, and never written again.
+    filled: AtomicUsize,
+    /// The copy still to make, if any.
+    copy: Mutex<Copying>,
+    /// The artifact's path as given, for errors.
+    path: String,
+}
+
+/// Where the copy into the snapshot stands.
+enum Copying {
+    /// The snapshot is whole and matches `whole_digest`.
+    Done,
+    /// Chunks remain to copy.
+    Going(Box<Filler>),
+    /// The copy failed; every later call reports it again.
+    Failed(Failure),
+}
+
+/// Why the copy into the snapshot failed, kept to be reported again.
+enum Failure {
+    /// The source no longer holds the bytes that were hashed.
+    Changed,
+    /// Reading the source or writing the snapshot failed.
+    Io {
+        kind: io::ErrorKind,
+        message: String,
+    },
+}
+
+impl Failure {
+    fn io(e: io::Error) -> Failure {
+        Failure::Io {
+            kind: e.kind(),
+            message: e.to_string(),
+        }
+    }
+
+    /// The error of the artifact at `path`.
+    fn error(&self, path: &str) -> AdmissionError {
+        let path = path.to_string();
+        match self {
+            Failure::Changed => AdmissionError::Changed { path },
+            Failure::Io { kind, message } => AdmissionError::Copy {
+                path,
+                source: io::Error::new(*kind, message.clone()),
+            },
+        }
+    }
+}
+
+/// The second pass of a copied snapshot: the source, the snapshot's writable descriptor, and
+/// the digest of what has been written so far.
+struct Filler {
+    source: std::fs::File,
+    snapshot: std::fs::File,
+    hasher: Sha256,
+    buf: Vec<u8>,
 }
 
 /// How a snapshot was made.
@@ -147,33 +225,128 @@ impl Artifact {
         self.read_only.as_ref()
     }
 
-    /// The snapshot's bytes.
+    /// The snapshot's bytes written so far: all of them once the copy is whole (at once for a
+    /// reflink clone or an empty file), otherwise as far as [`Artifact::fill_to`] has reached.
     pub fn data(&self) -> &[u8] {
-        self.map.as_deref().unwrap_or(&[])
+        let Some(map) = &self.map else { return &[] };
+        let len = self.filled.load(Ordering::Acquire);
+        filled_bytes(map, len)
+    }
+
+    /// Copies into the snapshot until at least its first `end` bytes (or all of it) are
+    /// written, and returns [`Artifact::data`]. When the copy becomes whole, its digest is
+    /// compared with `whole_digest`. Callers on several threads take turns.
+    pub fn fill_to(&self, end: usize) -> Result<&[u8], AdmissionError> {
+        let total = self.size();
+        let want = end.min(total);
+        if self.filled.load(Ordering::Acquire) >= want {
+            return Ok(self.data());
+        }
+        let mut copying = self.copy.lock().unwrap_or_else(|e| e.into_inner());
+        let filler = match &mut *copying {
+            Copying::Done => return Ok(self.data()),
+            Copying::Failed(failure) => return Err(failure.error(&self.path)),
+            Copying::Going(filler) => filler,
+        };
+        let mut at = self.filled.load(Ordering::Acquire);
+        let outcome = (|| {
+            while at < want {
+                let n = filler.copy_chunk(at, total)?;
+                // The last chunk is published only once the whole copy is known to match: a
+                // copy that does not never reads as whole.
+                if at + n == total {
+                    let digest =
+                        crate::digest::spell(&std::mem::take(&mut filler.hasher).finalize());
+                    if digest != self.whole_digest {
+                        return Err(Failure::Changed);
+                    }
+                }
+                at += n;
+                self.filled.store(at, Ordering::Release);
+            }
+            Ok(at == total)
+        })();
+        match outcome {
+            Ok(false) => Ok(self.data()),
+            Ok(true) => {
+                *copying = Copying::Done;
+                Ok(self.data())
+            }
+            Err(failure) => {
+                let error = failure.error(&self.path);
+                *copying = Copying::Failed(failure);
+                Err(error)
+            }
+        }
+    }
+
+    /// Completes the copy and checks it against `whole_digest`: the snapshot holds exactly the
+    /// bytes that were hashed, or this fails with [`AdmissionError::Changed`].
+    pub fn finish(&self) -> Result<(), AdmissionError> {
+        self.fill_to(self.size()).map(|_| ())
+    }
+
+    /// The snapshot's size in bytes, whole (`bytes`), however much is written yet.
+    pub fn size(&self) -> usize {
+        usize::try_from(self.bytes).unwrap_or(usize::MAX)
     }
 
     /// Tells the kernel this process is done with `start..end` of the snapshot, so the memory
     /// pages behind it leave this process's resident set: host memory stays flat however large
     /// the artifact is. Reading the range again still works (it is faulted back in from the
-    /// snapshot file). Only whole memory pages inside the range are released.
+    /// snapshot file). Only whole memory pages inside the written part of the range are
+    /// released.
     pub fn release(&self, start: usize, end: usize) {
         let Some(map) = &self.map else { return };
         const PAGE: usize = 4096;
         let from = start.div_ceil(PAGE) * PAGE;
-        let to = (end.min(map.len()) / PAGE) * PAGE;
+        let to = (end.min(self.filled.load(Ordering::Acquire)) / PAGE) * PAGE;
         if to > from {
             release_range(map, from, to - from);
         }
     }
 }
 
+impl Filler {
+    /// Copies the chunk of the source at `at` (of `total` bytes) into the snapshot and hashes
+    /// it; the bytes hashed are the bytes written. A source that has shrunk ends the copy as
+    /// changed.
+    fn copy_chunk(&mut self, at: usize, total: usize) -> Result<usize, Failure> {
+        let n = CHUNK_BYTES.min(total - at);
+        self.buf.resize(CHUNK_BYTES, 0);
+        let chunk = &mut self.buf[..n];
+        match self.source.read_exact_at(chunk, at as u64) {
+            Ok(()) => {}
+            Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => return Err(Failure::Changed),
+            Err(e) => return Err(Failure::io(e)),
+        }
+        self.snapshot
+            .write_all_at(chunk, at as u64)
+            .map_err(Failure::io)?;
+        self.hasher.update(&*chunk);
+        Ok(n)
+    }
+}
+
 #[allow(unsafe_code)]
-fn release_range(map: &memmap2::Mmap, offset: usize, len: usize) {
-    // SAFETY: the map is a read-only shared mapping of the snapshot file, which no one writes
-    // after admission. MADV_DONTNEED only drops this process's page-table entries: the next
-    // access reads the same bytes back from the file, so every `&[u8]` into the map keeps
-    // seeing unchanged data. (The advice is "unchecked" in memmap2 because on private writable
-    // maps it would discard changes; there are none here.)
+fn filled_bytes(map: &memmap2::MmapRaw, len: usize) -> &[u8] {
+    let len = len.min(map.len());
+    // SAFETY: the map is a read-only shared mapping of the snapshot, `map.len()` bytes long
+    // (the file's length was set before mapping and never changes). Bytes `[0, len)` were
+    // written before `len` was published (a release store read with acquire), and no one
+    // writes them again: this process writes each byte of the snapshot once, through its own
+    // descriptor, and no other process has a writable one (the file is unnamed and mode
+    // 0400). The bytes past `len`, which the copy may be writing, are not part of the slice.
+    unsafe { std::slice::from_raw_parts(map.as_ptr(), len) }
+}
+
+#[allow(unsafe_code)]
+fn release_range(map: &memmap2::MmapRaw, offset: usize, len: usize) {
+    // SAFETY: the map is a read-only shared mapping of the snapshot file, and the range lies
+    // in its written part, which no one writes again. MADV_DONTNEED only drops this process's
+    // page-table entries: the next access reads the same bytes back from the file, so every
+    // `&[u8]` into the map keeps seeing unchanged data. (The advice is "unchecked" in memmap2
+    // because on private writable maps it would discard changes; there are none here.)
     let _ = unsafe { map.unchecked_advise_range(memmap2::UncheckedAdvice::DontNeed, offset, len) };
 }
 
@@ -195,7 +368,7 @@ pub fn admit(path: &str, root: &Path, instance: &str) -> Result<Artifact, Admiss
             // Never more than one byte past the limit is read, whatever size the file claims
             // or grows to.
             let mut bounded = (&mut file).take(ARTIFACT_BYTES.max + 1);
-            let (total, digest) = copy_and_hash(&mut bounded, &mut snapshot, path)?;
+            let (total, digest) = read_and_hash(&mut bounded, path)?;
             (Snapshot::Copy, total, digest)
         }
     };
@@ -205,8 +378,28 @@ pub fn admit(path: &str, root: &Path, instance: &str) -> Result<Artifact, Admiss
             bytes: total,
         });
     }
+    // Read-only before any byte is copied in: the descriptor held here keeps its write access;
+    // a reopening for writing (through /proc) is refused from now on.
     seal(&snapshot).map_err(copy)?;
-    snapshot.seek(SeekFrom::Start(0)).map_err(copy)?;
+    let len = usize::try_from(total).map_err(|_| {
+        copy(io::Error::other(
+            "the artifact does not fit this machine's address space",
+        ))
+    })?;
+    let (filled, copying) = match made {
+        Snapshot::Reflink => (len, Copying::Done),
+        Snapshot::Copy if total == 0 => (0, Copying::Done),
+        Snapshot::Copy => {
+            snapshot.set_len(total).map_err(copy)?;
+            let filler = Filler {
+                source: file,
+                snapshot: snapshot.try_clone().map_err(copy)?,
+                hasher: Sha256::new(),
+                buf: Vec::new(),
+            };
+            (0, Copying::Going(Box::new(filler)))
+        }
+    };
     let map = if total == 0 {
         None
     } else {
@@ -222,6 +415,9 @@ pub fn admit(path: &str, root: &Path, instance: &str) -> Result<Artifact, Admiss
         made,
         map,
         read_only: reopen_read_only(&snapshot).map(Arc::new),
+        filled: AtomicUsize::new(filled),
+        copy: Mutex::new(copying),
+        path: path.to_string(),
     })
 }
 
@@ -330,13 +526,10 @@ fn refused(path: &str, root: &Path, e: ScopeError) -> AdmissionError {
 /// Bytes read, hashed and written at a time.
 const CHUNK_BYTES: usize = 1 << 20;
 
-/// Copies `source` into `snapshot` while a second thread hashes what was copied, one chunk
-/// behind: admission then costs about the larger of copying and hashing, not their sum.
-fn copy_and_hash(
-    source: &mut impl Read,
-    snapshot: &mut std::fs::File,
-    path: &str,
-) -> Result<(u64, String), AdmissionError> {
+/// Reads `source` to its end while a second thread hashes what was read, one chunk behind:
+/// the first pass of a copied snapshot costs about the larger of reading and hashing, not
+/// their sum. Returns the bytes read and their digest.
+fn read_and_hash(source: &mut impl Read, path: &str) -> Result<(u64, String), AdmissionError> {
     let io = |source| AdmissionError::Copy {
         path: path.to_string(),
         source,
@@ -368,12 +561,6 @@ fn copy_and_hash(
                 });
             }
             buf.truncate(n);
-            // Write-back is left to the kernel. Starting it for every chunk made admission wait
-            // on the disk (twice the hashing time at 256–512 MiB when runs followed each other);
-            // a snapshot that lives only for its run is dropped on close without reaching the
-            // disk, unless memory runs short, when the kernel writes it out and reclaims it
-            // like any dirty file page.
-            snapshot.write_all(&buf).map_err(&io)?;
             if to_hash.send(buf).is_err() {
                 break;
             }
@@ -400,12 +587,10 @@ fn read_full(file: &mut impl Read, buf: &mut [u8]) -> std::io::Result<usize> {
     Ok(got)
 }
 
-#[allow(unsafe_code)]
-fn map_snapshot(file: &std::fs::File) -> std::io::Result<memmap2::Mmap> {
-    // SAFETY: the snapshot is an unnamed file this process created, wrote (or cloned) and made
-    // read-only before mapping; no other process has a writable handle to it and this process
-    // never writes it again, so the mapped bytes do not change while the map is alive.
-    unsafe { memmap2::Mmap::map(file) }
+/// A read-only map of the whole snapshot, whose length is set and never changes. Only its
+/// written part is ever read ([`filled_bytes`]).
+fn map_snapshot(file: &std::fs::File) -> std::io::Result<memmap2::MmapRaw> {
+    memmap2::MmapOptions::new().map_raw_read_only(file)
 }
 
 #[cfg(test)]
@@ -413,17 +598,95 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_snapshot_does_not_follow_the_source() {
+    fn the_snapshot_does_not_follow_the_source_once_copied() {
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join("a.json"), b"[1, 2, 3]").unwrap();
         let a = admit("a.json", dir.path(), "test").unwrap();
+        a.finish().unwrap();
         std::fs::write(dir.path().join("a.json"), b"[4, 5, 6, 7, 8]").unwrap();
         assert_eq!(a.data(), b"[1, 2, 3]");
         assert_eq!(a.bytes, 9);
         assert_eq!(a.whole_digest, crate::digest::sha256_hex(b"[1, 2, 3]"));
         let b = admit("a.json", dir.path(), "test").unwrap();
+        b.finish().unwrap();
         assert_ne!(a.artifact_ref, b.artifact_ref);
         assert_eq!(b.data(), b"[4, 5, 6, 7, 8]");
+    }
+
+    /// A file of `chunks` whole copy chunks and a few bytes, no two chunks alike.
+    fn chunky(chunks: usize) -> Vec<u8> {
+        (0..chunks * CHUNK_BYTES + 77)
+            .map(|i| (i / 7 % 251) as u8 ^ (i / CHUNK_BYTES) as u8)
+            .collect()
+    }
+
+    #[test]
+    fn the_copy_goes_as_far_as_asked_and_checks_the_digest_once_whole() {
+        let dir = tempfile::tempdir().unwrap();
+        let body = chunky(3);
+        std::fs::write(dir.path().join("c.bin"), &body).unwrap();
+        let a = admit("c.bin", dir.path(), "test").unwrap();
+        assert_eq!(a.whole_digest, crate::digest::sha256_hex(&body));
+        if a.made == Snapshot::Copy {
+            assert!(
+                a.data().is_empty(),
+                "nothing is copied before it is asked for"
+            );
+            assert_eq!(a.fill_to(1).unwrap(), &body[..CHUNK_BYTES]);
+            assert_eq!(
+                a.fill_to(CHUNK_BYTES + 1).unwrap(),
+                &body[..2 * CHUNK_BYTES]
+            );
+        }
+        assert_eq!(a.fill_to(usize::MAX).unwrap(), &body[..]);
+        a.finish().unwrap();
+        assert_eq!(a.data(), &body[..]);
+    }
+
+    #[test]
+    fn a_source_changed_before_its_copy_fails_the_copy() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("d.bin");
+        let body = chunky(2);
+        // Past the first chunk (copied before the change): the same length with one byte
+        // different at the end; shorter; longer with a byte different in the second chunk.
+        let mut flipped = body.clone();
+        *flipped.last_mut().unwrap() ^= 1;
+        let shorter = body[..body.len() - 1].to_vec();
+        let mut longer = body.clone();
+        longer[CHUNK_BYTES + 1] ^= 1;
+        longer.extend_from_slice(b"more");
+        for changed in [flipped, shorter, longer] {
+            std::fs::write(&path, &body).unwrap();
+            let a = admit("d.bin", dir.path(), "test").unwrap();
+            if a.made == Snapshot::Reflink {
+                return; // A clone is whole at admission: nothing later can reach it.
+            }
+            assert_eq!(a.fill_to(1).unwrap(), &body[..CHUNK_BYTES]);
+            std::fs::write(&path, &changed).unwrap();
+            let e = a.finish().unwrap_err();
+            assert!(matches!(e, AdmissionError::Changed { .. }), "{e}");
+            assert_eq!(e.code(), "artifact_changed");
+            assert!(e.to_string().contains("d.bin"), "{e}");
+            // The failure stays: asking again does not copy on.
+            let again = a.fill_to(usize::MAX).unwrap_err();
+            assert_eq!(again.code(), "artifact_changed");
+        }
+    }
+
+    #[test]
+    fn a_source_that_grew_after_admission_is_copied_as_admitted() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("g.bin");
+        let body = chunky(1);
+        std::fs::write(&path, &body).unwrap();
+        let a = admit("g.bin", dir.path(), "test").unwrap();
+        let mut grown = body.clone();
+        grown.extend_from_slice(&chunky(1));
+        std::fs::write(&path, &grown).unwrap();
+        a.finish().unwrap();
+        assert_eq!(a.data(), &body[..]);
+        assert_eq!(a.bytes, body.len() as u64);
     }
 
     #[test]
@@ -434,6 +697,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join("a.json"), b"[1, 2, 3]").unwrap();
         let a = admit("a.json", dir.path(), "test").unwrap();
+        a.finish().unwrap();
         let ro = a.read_only().expect("a read-only descriptor for workers");
         let link = std::fs::read_link(format!("/proc/self/fd/{}", ro.as_raw_fd())).unwrap();
         let link = link.to_string_lossy();
@@ -459,6 +723,7 @@ mod tests {
         let body: Vec<u8> = (0..3 * 4096 + 100).map(|i| (i % 251) as u8).collect();
         std::fs::write(dir.path().join("b.bin"), &body).unwrap();
         let a = admit("b.bin", dir.path(), "test").unwrap();
+        a.finish().unwrap();
         a.release(0, body.len());
         assert_eq!(a.data(), &body[..]);
     }
@@ -470,5 +735,6 @@ mod tests {
         let a = admit("e.json", dir.path(), "test").unwrap();
         assert_eq!(a.bytes, 0);
         assert!(a.data().is_empty());
+        a.finish().unwrap();
     }
 }

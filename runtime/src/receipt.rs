@@ -217,9 +217,11 @@ pub struct ArtifactProvenance {
 /// the previous page, so the parts can add up to more than the wall.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct PageTimings {
-    /// Copying and hashing the artifact into its snapshot.
+    /// Admitting the artifact before page 0: opening it, hashing it, and making its snapshot
+    /// (a reflink clone, or an empty file whose copy then goes on beside the pages).
     pub admission_ms: f64,
-    /// Scanning records, validating them, copying them into pages and hashing page ranges.
+    /// Scanning records, validating them, copying them into pages and hashing page ranges,
+    /// with the copy into the snapshot that framing reached.
     pub framing_ms: f64,
     /// Round trips to the worker (transport plus JavaScript). A page sent ahead of the reply
     /// before it counts from that reply to its own: the time the worker gave it.

@@ -111,7 +111,11 @@ impl Page {
 /// The framer owns no copy of the input; it only keeps positions, so it is
 /// cheap, `Send`, and can frame page N+1 on another thread while page N runs.
 /// After an error the framer is fused: every further call returns that error.
-#[derive(Debug)]
+///
+/// It can also frame a file whose bytes arrive in order ([`Framer::from_prefix`],
+/// [`Framer::next_page_from`]): given a prefix, it answers only what the rest of the file
+/// cannot change.
+#[derive(Debug, Clone)]
 pub struct Framer<'a> {
     src: &'a [u8],
     /// Start of the next page's byte range (0 before the first page).
@@ -163,6 +167,53 @@ impl<'a> Framer<'a> {
             failed: None,
             stack: Vec::new(),
         })
+    }
+
+    /// A framer over `prefix`, the first bytes of a file (all of it when `whole`), or `None`
+    /// when the head cannot be told from the prefix alone: more bytes are needed.
+    pub fn from_prefix(prefix: &'a [u8], whole: bool) -> Option<Result<Self, FramingError>> {
+        match Framer::new(prefix) {
+            Err(_) if !whole => None,
+            framed => Some(framed),
+        }
+    }
+
+    /// Frames the next page from `prefix`, the first bytes of the same file as before and at
+    /// least as many (all of it when `whole`). Returns `None`, leaving the framer as it was,
+    /// when the answer could depend on bytes past the prefix: the caller extends the prefix
+    /// and asks again.
+    ///
+    /// From a prefix only a page that is not the last is certain, and only when the scan of
+    /// the record after it stopped at a separator inside the prefix. Everything else reads up
+    /// to the end of the input (an error at the end, the closing `]` and whatever follows it,
+    /// a record running to the end) and waits for the whole file. So the pages framed from
+    /// growing prefixes are the pages framed from the whole file (a property test checks it).
+    pub fn next_page_from(
+        &mut self,
+        prefix: &'a [u8],
+        whole: bool,
+        budget: &PageBudget,
+    ) -> Option<Result<Option<Page>, FramingError>> {
+        debug_assert!(prefix.len() >= self.src.len());
+        if whole {
+            self.src = prefix;
+            return Some(self.next_page(budget));
+        }
+        let mut trial = self.clone();
+        trial.src = prefix;
+        let framed = trial.next_page(budget);
+        let certain = matches!(&framed, Ok(Some(page)) if !page.eof)
+            && trial.pending_end.is_some_and(|end| end < prefix.len());
+        if !certain {
+            return None;
+        }
+        *self = trial;
+        Some(framed)
+    }
+
+    /// Start of the next page's byte range.
+    pub fn offset(&self) -> usize {
+        self.offset
     }
 
     /// Frames the next page under `budget`.

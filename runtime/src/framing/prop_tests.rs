@@ -132,6 +132,59 @@ fn build_file(values: &[Json], prefix: &str, bom: bool, seed: u64) -> (Vec<u8>, 
     (out, ranges)
 }
 
+/// Everything framing `src` whole yields: the pages, then `None` or the error.
+fn frame_whole(src: &[u8], b: &PageBudget) -> Vec<Result<Option<Page>, FramingError>> {
+    let mut out = Vec::new();
+    let mut framer = match Framer::new(src) {
+        Ok(f) => f,
+        Err(e) => return vec![Err(e)],
+    };
+    loop {
+        let next = framer.next_page(b);
+        let last = !matches!(next, Ok(Some(_)));
+        out.push(next);
+        if last || out.len() > src.len() + 2 {
+            return out;
+        }
+    }
+}
+
+/// The same, with the bytes arriving in steps: each call sees a prefix that grows by the
+/// next step (cycling through `steps`) whenever the framer asks for more.
+fn frame_growing(
+    src: &[u8],
+    b: &PageBudget,
+    steps: &[usize],
+) -> Vec<Result<Option<Page>, FramingError>> {
+    let mut step = steps.iter().cycle();
+    let mut seen = 0usize;
+    let mut grow =
+        |seen: &mut usize| *seen = (*seen + step.next().copied().unwrap_or(1)).min(src.len());
+    grow(&mut seen);
+    let mut framer = loop {
+        match Framer::from_prefix(&src[..seen], seen == src.len()) {
+            Some(Ok(f)) => break f,
+            Some(Err(e)) => return vec![Err(e)],
+            None => grow(&mut seen),
+        }
+    };
+    let mut out = Vec::new();
+    loop {
+        let next = match framer.next_page_from(&src[..seen], seen == src.len(), b) {
+            Some(next) => next,
+            None => {
+                grow(&mut seen);
+                continue;
+            }
+        };
+        let last = !matches!(next, Ok(Some(_)));
+        out.push(next);
+        if last || out.len() > src.len() + 2 {
+            return out;
+        }
+    }
+}
+
 proptest! {
     #![proptest_config(crate::proptest_config(512))]
 
@@ -231,6 +284,47 @@ proptest! {
             prop_assert_eq!(pages.len(), 1);
         }
         prop_assert_eq!(framer.next_page(&b), Ok(None));
+    }
+
+    /// Framing a file whose bytes arrive in steps yields exactly what framing it whole does:
+    /// the same pages, the same error at the same offset.
+    #[test]
+    fn proptest_growing_prefixes_frame_like_the_whole_file(
+        values in prop::collection::vec(json_strategy(), 0..16),
+        prefix in prop_oneof![Just(""), Just("window.YTD.tweets.part0 = ")],
+        bom in any::<bool>(),
+        seed in any::<u64>(),
+        damage in prop::option::of((any::<prop::sample::Index>(), any::<u8>())),
+        page_bytes in prop_oneof![1usize..64, 64usize..2048],
+        steps in prop::collection::vec(1usize..300, 1..6),
+    ) {
+        let (mut src, _) = build_file(&values, prefix, bom, seed);
+        if let Some((at, byte)) = damage {
+            let i = at.index(src.len());
+            src[i] = byte;
+        }
+        let b = budget(page_bytes);
+        prop_assert_eq!(frame_growing(&src, &b, &steps), frame_whole(&src, &b));
+    }
+
+    /// The same for arbitrary bytes.
+    #[test]
+    fn proptest_growing_prefixes_of_arbitrary_bytes(
+        body in prop::collection::vec(
+            prop_oneof![
+                Just(b'['), Just(b']'), Just(b'{'), Just(b'}'), Just(b'"'),
+                Just(b'\\'), Just(b','), Just(b' '), Just(b'1'), Just(b':'),
+                any::<u8>(),
+            ],
+            0..64,
+        ),
+        page_bytes in 1usize..32,
+        steps in prop::collection::vec(1usize..8, 1..4),
+    ) {
+        let mut src = b"[".to_vec();
+        src.extend_from_slice(&body);
+        let b = budget(page_bytes);
+        prop_assert_eq!(frame_growing(&src, &b, &steps), frame_whole(&src, &b));
     }
 
     /// Arbitrary bytes never panic and errors point inside the input.

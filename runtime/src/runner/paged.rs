@@ -120,6 +120,13 @@ fn admit_and_loop(
         progress,
     };
     let result = page_loop.run(&mut record, &mut provenance.log);
+    // No result leaves the run before the copy into the snapshot is whole and hashes to the
+    // digest every page carried (a run that ended early copies the rest now). An interrupted
+    // run ends at once: it produces nothing either way.
+    let result = match result {
+        Err(e) if ctx.cancel.is_cancelled() => Err(e),
+        result => artifact.finish().map_err(RunError::from).and(result),
+    };
     record.timings.wall_ms = ms(started.elapsed());
     provenance.artifact = Some(record);
     result
@@ -144,8 +151,8 @@ impl Prepared {
 }
 
 /// What the framing thread hands the loop: the next page (or why there is none) and the
-/// time it took.
-type Framed = (Result<Option<Prepared>, FramingError>, Duration);
+/// time it took (the copy into the snapshot that framing waited for included).
+type Framed = (Result<Option<Prepared>, Unframed>, Duration);
 
 /// Everything the loop needs that does not change from page to page.
 struct PageLoop<'a> {
@@ -159,6 +166,55 @@ struct PageLoop<'a> {
     base: Vec<u8>,
     environment: BTreeMap<String, String>,
     progress: Option<&'a ProgressSink>,
+}
+
+/// Bytes of the snapshot framing asks to have copied past the start of the next page, beyond
+/// two pages: the scan of the record after a page needs a little of what follows.
+const FILL_SLACK: usize = 1 << 20;
+
+/// The framer over a snapshot whose copy goes on while pages are framed: before each page it
+/// has the copy reach a little past where the page can end, and frames from what is written
+/// ([`Framer::next_page_from`]); when that cannot settle the page, it asks for twice as much.
+/// Pages never wait for more of the copy than they cover, and the copy runs on this thread,
+/// beside the calls.
+struct SnapshotFramer<'a> {
+    artifact: &'a Artifact,
+    /// Made once the head of the file (up to the opening `[`) is written.
+    framer: Option<Framer<'a>>,
+}
+
+impl SnapshotFramer<'_> {
+    /// The next page, or why there is none.
+    fn next_page(&mut self, budget: &PageBudget) -> Result<Option<Page>, Unframed> {
+        let total = self.artifact.size();
+        let mut ahead = budget
+            .page_bytes
+            .saturating_mul(2)
+            .saturating_add(FILL_SLACK);
+        loop {
+            let start = self.framer.as_ref().map_or(0, Framer::offset);
+            let written = self
+                .artifact
+                .fill_to(start.saturating_add(ahead))
+                .map_err(|e| Unframed::Run(e.into()))?;
+            let whole = written.len() >= total;
+            let framed = match &mut self.framer {
+                Some(framer) => framer.next_page_from(written, whole, budget),
+                None => match Framer::from_prefix(written, whole) {
+                    Some(Ok(framer)) => {
+                        self.framer = Some(framer);
+                        continue;
+                    }
+                    Some(Err(e)) => Some(Err(e)),
+                    None => None,
+                },
+            };
+            match framed {
+                Some(framed) => return framed.map_err(Unframed::Framing),
+                None => ahead = ahead.saturating_mul(2),
+            }
+        }
+    }
 }
 
 /// Why the framer gave no page. A framing error is kept as it came until the loop reaches
@@ -220,9 +276,9 @@ impl PageLoop<'_> {
         record: &mut ArtifactProvenance,
         log: &mut ConsoleLog,
     ) -> Result<Produced, RunError> {
-        let mut framer = match Framer::new(self.artifact.data()) {
-            Ok(f) => f,
-            Err(e) => return Err(framing_failed(e, record)),
+        let mut framer = SnapshotFramer {
+            artifact: self.artifact,
+            framer: None,
         };
         let lookahead = Lookahead::new(LOOKAHEAD_BYTES);
         std::thread::scope(|s| {
@@ -320,7 +376,7 @@ impl PageLoop<'_> {
                 "no_final_page",
                 "the artifact ended without a final page",
             ))),
-            Err(e) => Err(Unframed::Framing(e)),
+            Err(unframed) => Err(unframed),
         }
     }
 
