@@ -174,6 +174,7 @@ enum Failure {
     /// Reading the source or writing the snapshot failed.
     Io {
         kind: io::ErrorKind,
+        os: Option<i32>,
         message: String,
     },
 }
@@ -182,6 +183,7 @@ impl Failure {
     fn io(e: io::Error) -> Failure {
         Failure::Io {
             kind: e.kind(),
+            os: e.raw_os_error(),
             message: e.to_string(),
         }
     }
@@ -191,9 +193,12 @@ impl Failure {
         let path = path.to_string();
         match self {
             Failure::Changed => AdmissionError::Changed { path },
-            Failure::Io { kind, message } => AdmissionError::Copy {
+            Failure::Io { kind, os, message } => AdmissionError::Copy {
                 path,
-                source: io::Error::new(*kind, message.clone()),
+                source: match os {
+                    Some(code) => io::Error::from_raw_os_error(*code),
+                    None => io::Error::new(*kind, message.clone()),
+                },
             },
         }
     }

@@ -173,7 +173,9 @@ impl<'a> Framer<'a> {
     /// when the head cannot be told from the prefix alone: more bytes are needed.
     pub fn from_prefix(prefix: &'a [u8], whole: bool) -> Option<Result<Self, FramingError>> {
         match Framer::new(prefix) {
-            Err(_) if !whole => None,
+            // The head is looked for in the first MAX_PREFIX_BYTES only: past them, an error
+            // is the whole file's error (a binary file fails here, not after a full copy).
+            Err(_) if !whole && prefix.len() <= MAX_PREFIX_BYTES => None,
             framed => Some(framed),
         }
     }

@@ -447,3 +447,25 @@ fn boundary_record_not_lost() {
     assert_eq!(records(src, &pages), ["\"aaaa\"", "\"bbbbbbbb\"", "1"]);
     assert_eq!(pages[1].offset, 9);
 }
+
+#[test]
+fn a_bad_head_is_certain_from_a_prefix_past_the_head_limit() {
+    let mut src = vec![b'x'; MAX_PREFIX_BYTES + 10];
+    src.extend_from_slice(b" = [1]");
+    let whole = Framer::new(&src).unwrap_err();
+    assert!(
+        matches!(whole, FramingError::PrefixTooLong { .. }),
+        "{whole:?}"
+    );
+    // Within the limit the prefix cannot tell; past it, the error is the whole file's.
+    assert!(Framer::from_prefix(&src[..MAX_PREFIX_BYTES], false).is_none());
+    let early = Framer::from_prefix(&src[..MAX_PREFIX_BYTES + 1], false);
+    assert_eq!(early.map(|f| f.map(|_| ())), Some(Err(whole)));
+    // A good head is told from the prefix that holds it.
+    let good = b"window.YTD.x = [1, 2]";
+    assert!(Framer::from_prefix(&good[..14], false).is_none());
+    assert!(matches!(
+        Framer::from_prefix(&good[..16], false),
+        Some(Ok(_))
+    ));
+}

@@ -121,12 +121,15 @@ fn admit_and_loop(
     };
     let result = page_loop.run(&mut record, &mut provenance.log);
     // No result leaves the run before the copy into the snapshot is whole and hashes to the
-    // digest every page carried (a run that ended early copies the rest now). An interrupted
-    // run ends at once: it produces nothing either way.
-    let result = match result {
-        Err(e) if ctx.cancel.is_cancelled() => Err(e),
-        result => artifact.finish().map_err(RunError::from).and(result),
-    };
+    // digest every page carried (a run that ended early copies the rest now). A failed run
+    // produces nothing and keeps its own error.
+    let result = result.and_then(|produced| match artifact.finish() {
+        Ok(()) => Ok(produced),
+        Err(e) => {
+            record.finished = false;
+            Err(e.into())
+        }
+    });
     record.timings.wall_ms = ms(started.elapsed());
     provenance.artifact = Some(record);
     result
@@ -501,6 +504,8 @@ impl PageLoop<'_> {
     /// Lays a page's records out for the worker and hashes its byte range; the range of the map
     /// is then released, since this process does not read it again.
     fn prepare(&self, mut page: Page, spare_blobs: &Receiver<Vec<u8>>) -> Prepared {
+        // The written part of the snapshot: the page was framed from it, and the range digest
+        // below slices it, so no range sent to the worker reaches unwritten bytes.
         let data = self.artifact.data();
         let records = match (self.artifact.read_only(), &page.records[..]) {
             // The worker reads the span from the first record to the last from the snapshot

@@ -135,9 +135,10 @@ fn read_range<'a>(
 #[allow(unsafe_code)]
 fn map_range(file: &std::fs::File, offset: u64, len: usize) -> std::io::Result<memmap2::Mmap> {
     // SAFETY: the file is the host's snapshot of the artifact, checked above to be a regular
-    // file that holds the whole range, and handed over read-only. The host never writes it
-    // after admission and no one else can reach it (it has no name), so the mapped bytes do
-    // not change while the map lives, which is what `Mmap`'s `&[u8]` requires. Were it cut
+    // file that holds the whole range, and handed over read-only. The host writes each byte
+    // of it once, and sends only ranges it has written (its copy runs ahead of the pages it
+    // frames); no one else can reach it (it has no name), so the mapped bytes do not change
+    // while the map lives, which is what `Mmap`'s `&[u8]` requires. Were it cut
     // short anyway, reading past its new end would end this process with SIGBUS, which the
     // host reports as a lost worker; it would not read another process's memory.
     unsafe {
