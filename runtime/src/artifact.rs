@@ -315,7 +315,10 @@ impl Artifact {
 impl Filler {
     /// Copies the chunk of the source at `at` (of `total` bytes) into the snapshot and hashes
     /// it; the bytes hashed are the bytes written. A source that has shrunk ends the copy as
-    /// changed.
+    /// changed. Write-back is left to the kernel: a snapshot lives for its run and is usually
+    /// dropped before it reaches the disk (starting write-back for every chunk once made runs
+    /// wait on the disk), and under memory pressure the kernel writes and reclaims it like any
+    /// dirty file page.
     fn copy_chunk(&mut self, at: usize, total: usize) -> Result<usize, Failure> {
         let n = CHUNK_BYTES.min(total - at);
         self.buf.resize(CHUNK_BYTES, 0);
