@@ -110,7 +110,7 @@ fn main() {
     }
     match memory::new_file_writes(&ws, 256 << 20, Duration::from_secs(8)) {
         Ok((after_idle, at_once)) => println!(
-            "machine: a new 256 MiB file written after 8 s idle in {:.0} ms, again at once in {:.0} ms (admission writes such a file: where the two differ, its time depends on what ran before it; see runx_benches::memory::new_file_writes)",
+            "machine: a new 256 MiB file written after 8 s idle in {:.0} ms, again at once in {:.0} ms (the copy into a paged run's snapshot writes such a file, beside the pages: where the two differ, its cost depends on what ran before it; see runx_benches::memory::new_file_writes)",
             ms(after_idle),
             ms(at_once)
         ),
@@ -342,7 +342,7 @@ struct EngineCell {
     /// Share of the paged wall spent outside JavaScript and outside the framing that overlaps
     /// it (admission, transport, result handling), in %.
     outside_percent: f64,
-    /// Admission's part of `outside_percent` (copy and whole-file hash before page 0), in %.
+    /// Admission's part of `outside_percent` (the whole-file hash before page 0), in %.
     admission_percent: f64,
 }
 

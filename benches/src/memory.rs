@@ -174,15 +174,15 @@ impl Sampler {
 }
 
 /// The time to write a new file of `bytes` in 1 MiB chunks into `dir` (unlinked at once, so
-/// it never reaches the disk), first after `idle` without work, then again at once: what
-/// admission's copy pays for the page cache it fills, in the two states this machine's memory
-/// can be in.
+/// it never reaches the disk), first after `idle` without work, then again at once: what the
+/// copy into a paged run's snapshot pays for the page cache it fills, in the two states this
+/// machine's memory can be in.
 ///
 /// On a virtual machine that reports free memory to its host (virtio-balloon free page
-/// reporting), free blocks that stay unused for a few seconds are handed back, and the first
-/// touch of a page in them traps to the host. The file system's page cache allocates large
-/// folios, from exactly such blocks, so a write after an idle spell can cost several times a
-/// write right after another file was freed. Elsewhere the two times are alike.
+/// reporting), free blocks that stay unused for a few seconds are handed back, and the host
+/// has to provide them again when they are next used. On this project's machine kind a new
+/// file written after an idle spell costs 10–15 times one written right after another was
+/// freed (anonymous huge pages show the same gap). Elsewhere the two times are alike.
 pub fn new_file_writes(
     dir: &std::path::Path,
     bytes: usize,
