@@ -179,9 +179,10 @@ const FILL_SLACK: usize = 1 << 20;
 /// has the copy reach a little past where the page can end, and frames from what is written
 /// ([`Framer::next_page_from`]); when that cannot settle the page, it asks for twice as much.
 /// Pages never wait for more of the copy than they cover, and the copy runs on this thread,
-/// beside the calls.
+/// beside the calls. An interrupted run stops it between two steps of the copy.
 struct SnapshotFramer<'a> {
     artifact: &'a Artifact,
+    cancel: &'a CancelToken,
     /// Made once the head of the file (up to the opening `[`) is written.
     framer: Option<Framer<'a>>,
 }
@@ -195,6 +196,9 @@ impl SnapshotFramer<'_> {
             .saturating_mul(2)
             .saturating_add(FILL_SLACK);
         loop {
+            if self.cancel.is_cancelled() {
+                return Err(Unframed::Run(RunError::interrupted()));
+            }
             let start = self.framer.as_ref().map_or(0, Framer::offset);
             let written = self
                 .artifact
@@ -281,6 +285,7 @@ impl PageLoop<'_> {
     ) -> Result<Produced, RunError> {
         let mut framer = SnapshotFramer {
             artifact: self.artifact,
+            cancel: self.cancel,
             framer: None,
         };
         let lookahead = Lookahead::new(LOOKAHEAD_BYTES);
