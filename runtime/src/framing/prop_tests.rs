@@ -132,6 +132,24 @@ fn build_file(values: &[Json], prefix: &str, bom: bool, seed: u64) -> (Vec<u8>, 
     (out, ranges)
 }
 
+/// Bytes that matter to the framer, often, and any byte now and then.
+fn json_ish_byte() -> impl Strategy<Value = u8> {
+    prop_oneof![
+        Just(b'['),
+        Just(b']'),
+        Just(b'{'),
+        Just(b'}'),
+        Just(b'"'),
+        Just(b'\\'),
+        Just(b','),
+        Just(b' '),
+        Just(b'1'),
+        Just(b':'),
+        Just(0xffu8),
+        any::<u8>(),
+    ]
+}
+
 /// Everything framing `src` whole yields: the pages, then `None` or the error.
 fn frame_whole(src: &[u8], b: &PageBudget) -> Vec<Result<Option<Page>, FramingError>> {
     let mut out = Vec::new();
@@ -310,14 +328,7 @@ proptest! {
     /// The same for arbitrary bytes.
     #[test]
     fn proptest_growing_prefixes_of_arbitrary_bytes(
-        body in prop::collection::vec(
-            prop_oneof![
-                Just(b'['), Just(b']'), Just(b'{'), Just(b'}'), Just(b'"'),
-                Just(b'\\'), Just(b','), Just(b' '), Just(b'1'), Just(b':'),
-                any::<u8>(),
-            ],
-            0..64,
-        ),
+        body in prop::collection::vec(json_ish_byte(), 0..64),
         page_bytes in 1usize..32,
         steps in prop::collection::vec(1usize..8, 1..4),
     ) {
@@ -330,14 +341,7 @@ proptest! {
     /// Arbitrary bytes never panic and errors point inside the input.
     #[test]
     fn proptest_arbitrary_input_never_panics(
-        body in prop::collection::vec(
-            prop_oneof![
-                Just(b'['), Just(b']'), Just(b'{'), Just(b'}'), Just(b'"'),
-                Just(b'\\'), Just(b','), Just(b' '), Just(b'1'), Just(b':'),
-                Just(0xffu8), any::<u8>(),
-            ],
-            0..64,
-        ),
+        body in prop::collection::vec(json_ish_byte(), 0..64),
         page_bytes in 0usize..32,
     ) {
         let mut src = b"[".to_vec();
