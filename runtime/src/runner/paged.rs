@@ -444,28 +444,17 @@ impl PageLoop<'_> {
         let mut meta = prepared.meta_prefix;
         meta.push_str(&state_json);
         meta.push('}');
-        // One console bound for the whole run: each page may log only what the pages before
-        // it left, and nothing once the log is full (its bytes are still counted).
         let bound = self.module.limits.log_bytes;
-        let limits = Limits {
-            log_bytes: log.remaining(bound),
-            ..self.module.limits
-        };
-        let mut call = Call {
-            bundle: self.module.bundle.clone(),
-            bundle_digest: self.module.digest.clone(),
-            export: self.export.clone(),
-            input: self.base.clone(),
-            page: Some(PagePayload {
+        let mut call = self.page_call(
+            PagePayload {
                 meta: meta.into_bytes(),
                 records: prepared.records,
                 keep_state: false,
                 state_from: None,
-            }),
-            environment: self.environment.clone(),
-            limits,
-            idempotent: retry_if_lost,
-        };
+            },
+            log,
+            retry_if_lost,
+        );
         let started = Instant::now();
         let reply = self.pool.call_cancellable(&call, self.cancel);
         let took = started.elapsed();
@@ -488,6 +477,25 @@ impl PageLoop<'_> {
                 log.absorb(e.log, bound);
                 Err(at.fail(record, e.failure.into()))
             }
+        }
+    }
+
+    /// A call of the export with `page`. One console bound serves the whole run: a page may
+    /// log only what the pages before it (as far as `log` holds them) left, and nothing once
+    /// the log is full (its bytes are still counted).
+    fn page_call(&self, page: PagePayload, log: &ConsoleLog, idempotent: bool) -> Call {
+        Call {
+            bundle: self.module.bundle.clone(),
+            bundle_digest: self.module.digest.clone(),
+            export: self.export.clone(),
+            input: self.base.clone(),
+            page: Some(page),
+            environment: self.environment.clone(),
+            limits: Limits {
+                log_bytes: log.remaining(self.module.limits.log_bytes),
+                ..self.module.limits
+            },
+            idempotent,
         }
     }
 

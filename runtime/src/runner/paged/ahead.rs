@@ -22,7 +22,6 @@ use crate::limits::PAGE_COUNT;
 use crate::receipt::ArtifactProvenance;
 use crate::runner::Produced;
 use runx_worker::engine::ConsoleLog;
-use runx_worker::limits::Limits;
 use runx_worker::pool::{Lease, LeaseError};
 use runx_worker::process::{Call, PagePayload, PageRecords};
 use serde_json::Value;
@@ -220,27 +219,19 @@ impl PageLoop<'_> {
             }
             meta.push('}');
         }
-        let call = Call {
-            bundle: self.module.bundle.clone(),
-            bundle_digest: self.module.digest.clone(),
-            export: self.export.clone(),
-            input: self.base.clone(),
-            page: Some(PagePayload {
+        // What the pages before it left of the console bound is known here up to the page
+        // before the one still running; the run's log keeps the same lines either way (see
+        // `ConsoleLog::absorb`).
+        let call = self.page_call(
+            PagePayload {
                 meta: meta.into_bytes(),
                 records,
                 keep_state: !page.eof,
                 state_from,
-            }),
-            environment: self.environment.clone(),
-            // As in the other loop, a page may log only what the pages before it left; here
-            // that is known up to the page before the one still running, and the run's log
-            // keeps the same lines either way (see `ConsoleLog::absorb`).
-            limits: Limits {
-                log_bytes: log.remaining(self.module.limits.log_bytes),
-                ..self.module.limits
             },
-            idempotent: true,
-        };
+            log,
+            true,
+        );
         let mut sent = Sent {
             id: 0,
             call,
