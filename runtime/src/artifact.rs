@@ -367,16 +367,17 @@ pub fn admit(path: &str, root: &Path, instance: &str) -> Result<Artifact, Admiss
         source,
     };
     let mut snapshot = tempfile::tempfile().map_err(copy)?;
+    // Never more than one byte past the limit is read, whatever size the file claims or grows
+    // to. A clone is hashed from the clone itself, a source to be copied from the source.
+    let bound = ARTIFACT_BYTES.max + 1;
     let (made, total, digest) = match clone_into(&file, &snapshot) {
-        Ok(total) => {
-            let digest = hash_snapshot(&mut snapshot).map_err(copy)?;
+        Ok(()) => {
+            snapshot.seek(SeekFrom::Start(0)).map_err(copy)?;
+            let (total, digest) = read_and_hash(&mut (&mut snapshot).take(bound), path)?;
             (Snapshot::Reflink, total, digest)
         }
         Err(_) => {
-            // Never more than one byte past the limit is read, whatever size the file claims
-            // or grows to.
-            let mut bounded = (&mut file).take(ARTIFACT_BYTES.max + 1);
-            let (total, digest) = read_and_hash(&mut bounded, path)?;
+            let (total, digest) = read_and_hash(&mut (&mut file).take(bound), path)?;
             (Snapshot::Copy, total, digest)
         }
     };
@@ -429,25 +430,11 @@ pub fn admit(path: &str, root: &Path, instance: &str) -> Result<Artifact, Admiss
     })
 }
 
-/// Makes `snapshot` a reflink clone of `source`, returning its size; fails where the file
-/// system cannot share extents (ext4, tmpfs, across file systems).
-fn clone_into(source: &std::fs::File, snapshot: &std::fs::File) -> io::Result<u64> {
+/// Makes `snapshot` a reflink clone of `source`; fails where the file system cannot share
+/// extents (ext4, tmpfs, across file systems).
+fn clone_into(source: &std::fs::File, snapshot: &std::fs::File) -> io::Result<()> {
     rustix::fs::ioctl_ficlone(snapshot, source)?;
-    Ok(snapshot.metadata()?.len())
-}
-
-/// The digest of a cloned snapshot, read from the clone itself.
-fn hash_snapshot(snapshot: &mut std::fs::File) -> io::Result<String> {
-    snapshot.seek(SeekFrom::Start(0))?;
-    let mut h = Sha256::new();
-    let mut buf = vec![0u8; CHUNK_BYTES];
-    loop {
-        let n = read_full(snapshot, &mut buf)?;
-        if n == 0 {
-            return Ok(crate::digest::spell(&h.finalize()));
-        }
-        h.update(&buf[..n]);
-    }
+    Ok(())
 }
 
 /// Makes the snapshot read-only for everyone (mode `0400`): the descriptor this process holds
