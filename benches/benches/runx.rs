@@ -9,12 +9,13 @@
 //! and `runx` built with `--features runx-worker/v8,runx-cli/v8`), V8 is measured beside
 //! QuickJS and the report ends with the side-by-side tables of the README.
 
-use runx_benches::memory::{self, Peaks, Sampler, system_shmem_kib};
-use runx_benches::workload::{self, AGGREGATE_MODULE, Bench, PAGE_SIZES, TimeSplit};
-use runx_benches::{Stats, growth_exponent, stats};
+use runx_workload::{
+    AGGREGATE_MODULE, Bench, PAGE_SIZES, Peaks, Sampler, Stats, TimeSplit, growth_exponent, stats,
+    system_shmem_kib,
+};
 use runx_runtime::Runtime;
 use runx_runtime::framing::{Framer, PageBudget};
-use runx_runtime::limits::STATE_BYTES;
+use runx_profile::STATE_BYTES;
 use runx_worker::bundle::ModuleBundle;
 use runx_worker::engine::{Engine, EngineCall, PageInput, spans_of_ends};
 use runx_worker::limits::Limits;
@@ -100,7 +101,7 @@ fn main() {
     );
     let ws = std::env::temp_dir().join(format!("runx-bench-{}", std::process::id()));
     let pkg = ws.join("pkg");
-    if let Err(e) = workload::write_package(&pkg, &PAGE_SIZES).and_then(|()| write_node_script(&ws))
+    if let Err(e) = runx_workload::write_package(&pkg, &PAGE_SIZES).and_then(|()| write_node_script(&ws))
     {
         println!(
             "skipped: cannot write the bench package under {}: {e}",
@@ -108,9 +109,9 @@ fn main() {
         );
         return;
     }
-    match memory::new_file_writes(&ws, 256 << 20, Duration::from_secs(8)) {
+    match runx_workload::new_file_writes(&ws, 256 << 20, Duration::from_secs(8)) {
         Ok((after_idle, at_once)) => println!(
-            "machine: a new 256 MiB file written after 8 s idle in {:.0} ms, again at once in {:.0} ms (the copy into a paged run's snapshot writes such a file, beside the pages: where the two differ, its cost depends on what ran before it; see runx_benches::memory::new_file_writes)",
+            "machine: a new 256 MiB file written after 8 s idle in {:.0} ms, again at once in {:.0} ms (the copy into a paged run's snapshot writes such a file, beside the pages: where the two differ, its cost depends on what ran before it; see runx_workload::new_file_writes)",
             ms(after_idle),
             ms(at_once)
         ),
@@ -362,7 +363,7 @@ struct SizeRow {
 
 #[derive(Clone, Copy, Default)]
 struct Memory {
-    /// Peaks over `runx` and its worker (see `runx_benches::memory`).
+    /// Peaks over `runx` and its worker (see `runx_workload`).
     peaks: Peaks,
 }
 
@@ -376,7 +377,7 @@ fn throughput(
     engines: &[&str],
 ) -> Option<SizeRow> {
     let archive_path = ws.join("archive.js");
-    let (data, records) = workload::archive((size_mib << 20) as usize);
+    let (data, records) = runx_workload::archive((size_mib << 20) as usize);
     if let Err(e) = std::fs::write(&archive_path, &data) {
         println!("\npage throughput {size_mib} MiB: skipped, cannot write the archive: {e}");
         return None;
@@ -852,7 +853,7 @@ fn concurrent_runs(runx: &Path, ws: &Path, n: usize, name: &str) -> Result<Peaks
                 name,
                 "skill",
                 "pkg",
-                &workload::runner_name(1 << 20),
+                &runx_workload::runner_name(1 << 20),
                 "-i",
                 "archive_file=archive.js",
                 "--receipt-dir",
@@ -938,7 +939,7 @@ fn concurrency_memory(runx: &Path, ws: &Path) {
     };
     let path = ws.join("archive.js");
     let written =
-        std::fs::File::create(&path).and_then(|mut f| workload::write_archive(&mut f, mib << 20));
+        std::fs::File::create(&path).and_then(|mut f| runx_workload::write_archive(&mut f, mib << 20));
     if let Err(e) = written {
         println!("\nconcurrent memory: skipped, cannot write the archive: {e}");
         return;

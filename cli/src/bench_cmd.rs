@@ -2,9 +2,9 @@
 //! installed binary.
 
 use crate::progress;
-use runx_benches::workload::{self, Bench, PAGE_SIZES, PagesRun};
+use runx_workload::{self as workload, Bench, PAGE_SIZES, PagesRun};
 use runx_runtime::Runtime;
-use runx_runtime::limits::{ARTIFACT_BYTES, PAGE_BYTES};
+use runx_profile::{ARTIFACT_BYTES, PAGE_BYTES};
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;

@@ -4,7 +4,7 @@
 //! receipt with every case receipt beside it.
 
 use runx_runtime::Runtime;
-use runx_runtime::harness::{self, CaseResult, CaseVerdict, HarnessReceipt, Report, ReportStatus};
+use runx_harness::{self as harness, CaseResult, CaseVerdict, HarnessReceipt, Report, ReportStatus};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::{Instant, SystemTime, UNIX_EPOCH};

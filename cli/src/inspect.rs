@@ -1,9 +1,8 @@
 //! `runx skill inspect DIR`: what a package declares, what of it this runtime runs and what it
 //! only shows, the load-time diagnostics, and the limits it runs under.
 
-use runx_runtime::limits;
-use runx_runtime::profile::{self, Profile};
-use runx_runtime::report::describe;
+use runx_profile::{self as profile, Profile};
+use runx_runtime::describe_json;
 use serde_json::{Value, json};
 use std::path::Path;
 use std::process::ExitCode;
@@ -17,7 +16,7 @@ pub fn inspect(dir: &Path, as_json: bool) -> ExitCode {
             return ExitCode::from(super::EXIT_USAGE);
         }
     };
-    let doc = describe(&p);
+    let doc = describe_json(&p);
     if as_json {
         outln!("{}", serde_json::to_string_pretty(&doc).unwrap_or_default());
     } else {
@@ -114,11 +113,11 @@ fn print_human(p: &Profile, doc: &Value) {
         outln!("  environment: {}", r["environment"]);
         if let Some(runner) = p.runners.get(name) {
             outln!("  limits:");
-            for (def, value) in limits::for_runner(runner).entries() {
+            for (def, value) in runx_profile::limits_for(runner).entries() {
                 outln!(
                     "    {}: {} — {}",
                     def.name,
-                    limits::human(def, *value),
+                    profile::human(def, *value),
                     def.bounds
                 );
             }

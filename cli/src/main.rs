@@ -4,10 +4,8 @@
 #![forbid(unsafe_code)]
 
 use clap::{Parser, Subcommand};
-use runx_runtime::inputs::{parse_pairs, read_object, read_object_file};
-use runx_runtime::report;
-use runx_runtime::workers::{self, DEFAULT_ENGINE};
-use runx_runtime::{FailureKind, RunError, RunOutcome, RunRequest, Runtime};
+use runx_runtime::{self as workers, DEFAULT_ENGINE};
+use runx_runtime::{RunOutcome, RunRequest, Runtime};
 use serde_json::{Map, Value};
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -18,6 +16,7 @@ use std::sync::Arc;
 mod output;
 mod bench_cmd;
 mod harness_cmd;
+mod inputs;
 mod inspect;
 mod progress;
 mod receipt_cmd;
@@ -162,7 +161,7 @@ fn main() -> ExitCode {
                 Err(e) => return usage(&e.message),
             };
             let receipt_dir = args.receipt_dir.clone().unwrap_or_else(|| {
-                runx_runtime::runtime::default_workspace()
+                runx_runtime::default_workspace()
                     .join(".runx")
                     .join("harness-receipts")
             });
@@ -237,12 +236,12 @@ fn skill(args: SkillArgs, engine: Option<&str>) -> ExitCode {
         Ok(k) => k,
         Err(e) => {
             if args.json {
-                print_json(&report::refused(args.runner.as_deref(), &e));
+                print_json(&runx_runtime::refused_json(args.runner.as_deref(), &e));
             }
             return usage(&e.message);
         }
     };
-    let inputs = read_inputs(&args);
+    let inputs = inputs::read_inputs(&args);
     // Signals are routed to the runtime only now: until the inputs are read (stdin may wait on
     // a terminal) there is nothing to clean up and the default action ends runx.
     let rt = runtime(engine, keys);
@@ -291,7 +290,7 @@ fn package_dir(dir: &Path) -> PathBuf {
 
 fn report(o: &RunOutcome, as_json: bool) {
     if as_json {
-        print_json(&report::run_result(o));
+        print_json(&runx_runtime::run_json(o));
         return;
     }
     let receipt_path = o.receipt_path.as_ref().map(|p| p.display().to_string());
@@ -317,7 +316,7 @@ fn report(o: &RunOutcome, as_json: bool) {
         errln!(
             "[runx: {} more bytes of console output were dropped; a run keeps at most {} bytes]",
             o.log.dropped_bytes,
-            runx_runtime::limits::LOG_BYTES.default
+            runx_profile::LOG_BYTES.default
         );
     }
     match &o.result {
@@ -355,52 +354,3 @@ fn print_json(v: &Value) {
     outln!("{}", serde_json::to_string(v).unwrap_or_default());
 }
 
-/// Reads `--inputs FILE|-`, or the `-i`/`--input` and `--input-json` pairs (never both). A
-/// file is read inside the working directory (or `RUNX_CWD`) and stdin up to the
-/// `inputs_bytes` limit (`runx_runtime::inputs`).
-fn read_inputs(args: &SkillArgs) -> Result<Map<String, Value>, RunError> {
-    let pairs = args.input.is_empty() && args.input_json.is_empty();
-    match (&args.inputs, pairs) {
-        (Some(_), false) => Err(RunError::new(
-            FailureKind::Usage,
-            "mixed_inputs",
-            "use either --inputs or -i/--input/--input-json KEY=VALUE, not both",
-        )),
-        (Some(src), true) if src == "-" => Ok(read_object(&mut std::io::stdin().lock(), "stdin")?),
-        (Some(file), true) => {
-            let root = inputs_root(file)?;
-            Ok(read_object_file(&root, file)?)
-        }
-        (None, _) => Ok(parse_pairs(&args.input, &args.input_json)?),
-    }
-}
-
-/// The directory `--inputs FILE` is read inside: the working directory, or `RUNX_CWD` when it
-/// is set and holds FILE (a relative FILE is looked for in the working directory first). The
-/// file is opened inside that directory without following links out of it
-/// ([`read_object_file`]).
-fn inputs_root(file: &str) -> Result<PathBuf, RunError> {
-    let input_err = |code: &str, m: String| RunError::new(FailureKind::Input, code, m);
-    let cwd = std::env::current_dir()
-        .and_then(|d| d.canonicalize())
-        .map_err(|e| input_err("cwd", e.to_string()))?;
-    let mut roots = vec![cwd.clone()];
-    if let Some(ws) = std::env::var_os("RUNX_CWD").filter(|v| !v.is_empty()) {
-        let ws = cwd.join(ws).canonicalize().map_err(|e| {
-            input_err(
-                "inputs_file",
-                format!("RUNX_CWD cannot be opened to find `{file}`: {e}"),
-            )
-        })?;
-        roots.push(ws);
-    }
-    let given = Path::new(file);
-    let found = if given.is_absolute() {
-        roots.iter().find(|r| given.starts_with(r))
-    } else {
-        roots
-            .iter()
-            .find(|r| r.join(given).symlink_metadata().is_ok())
-    };
-    Ok(found.unwrap_or(&cwd).clone())
-}

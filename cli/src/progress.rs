@@ -1,7 +1,7 @@
 //! A progress bar for long paged runs, on stderr, only when stderr is a terminal.
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
-use runx_runtime::progress::{PageProgress, ProgressSink};
+use runx_runtime::{PageProgress, ProgressSink};
 use std::io::IsTerminal;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};

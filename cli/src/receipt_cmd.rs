@@ -1,9 +1,9 @@
 //! Receipt keys on the command line (`--sign-key`, `--require-signed`), and `runx receipt
 //! verify` / `runx receipt show`.
 
-use runx_runtime::limits::{self, CATALOGUE};
-use runx_runtime::signing::{self, KeyError, Signer, VerifyKey};
-use runx_runtime::verification::{self, Verdict};
+use runx_profile::{self as limits, CATALOGUE};
+use runx_receipts::{self as signing, KeyError, Signer, VerifyKey};
+use runx_receipts::{self as verification, Verdict};
 use runx_runtime::{FailureKind, RunError};
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
@@ -135,7 +135,7 @@ fn verify(args: &VerifyArgs) -> ExitCode {
             return ExitCode::from(EXIT_USAGE);
         }
     };
-    let (files, mut verdicts) = verification::expand(&args.paths);
+    let (files, mut verdicts) = verification::receipt_files(&args.paths);
     verdicts.extend(files.iter().map(|f| verification::verify_file(f, &key)));
     if verdicts.is_empty() {
         let message = "no receipts: the directories named hold no *.json files";
@@ -202,7 +202,7 @@ fn print_verdict(v: &Verdict, kid: &str) {
 }
 
 fn show(file: &Path) -> ExitCode {
-    let doc = match verification::read(file) {
+    let doc = match verification::read_receipt(file) {
         Ok(d) => d,
         Err(p) => {
             errln!("runx: {}: {}", file.display(), p.message);
@@ -211,7 +211,7 @@ fn show(file: &Path) -> ExitCode {
     };
     outln!("receipt    {}", file.display());
     match doc.get("schema").and_then(Value::as_str) {
-        Some(runx_runtime::harness::HARNESS_RECEIPT_SCHEMA) => show_harness(&doc),
+        Some(runx_receipts::HARNESS_RECEIPT_SCHEMA) => show_harness(&doc),
         _ => show_run(&doc),
     }
     show_signature(&doc);

@@ -28,7 +28,7 @@
 //! The source file is opened through [`runx_worker::scope`], like every other file runx reads
 //! for a package.
 
-use crate::limits::{ARTIFACT_BYTES, LimitDef};
+use runx_profile::{ARTIFACT_BYTES, LimitDef};
 use runx_worker::scope::{Scope, ScopeError};
 use sha2::{Digest, Sha256};
 use std::io::{self, Read, Seek, SeekFrom};
@@ -144,6 +144,10 @@ pub struct Artifact {
     /// Size of the snapshot in bytes.
     pub bytes: u64,
     /// How the snapshot was made.
+    #[cfg_attr(
+        not(test),
+        expect(dead_code, reason = "how the snapshot was made is checked by the tests only")
+    )]
     pub made: Snapshot,
     /// A read-only map of the whole snapshot, of which only `[0, filled)` is ever read.
     map: Option<memmap2::MmapRaw>,
@@ -261,7 +265,7 @@ impl Artifact {
                 // copy that does not never reads as whole.
                 if at + n == total {
                     let digest =
-                        crate::digest::spell(&std::mem::take(&mut filler.hasher).finalize());
+                        runx_receipts::spell(&std::mem::take(&mut filler.hasher).finalize());
                     if digest != self.whole_digest {
                         return Err(Failure::Changed);
                     }
@@ -538,7 +542,7 @@ fn read_and_hash(source: &mut impl Read, path: &str) -> Result<(u64, String), Ad
                 h.update(&chunk);
                 let _ = give_back.send(chunk);
             }
-            crate::digest::spell(&h.finalize())
+            runx_receipts::spell(&h.finalize())
         });
         let mut total = 0u64;
         loop {
@@ -601,7 +605,7 @@ mod tests {
         std::fs::write(dir.path().join("a.json"), b"[4, 5, 6, 7, 8]").unwrap();
         assert_eq!(a.data(), b"[1, 2, 3]");
         assert_eq!(a.bytes, 9);
-        assert_eq!(a.whole_digest, crate::digest::sha256_hex(b"[1, 2, 3]"));
+        assert_eq!(a.whole_digest, runx_receipts::sha256_hex(b"[1, 2, 3]"));
         let b = admit("a.json", dir.path(), "test").unwrap();
         b.finish().unwrap();
         assert_ne!(a.artifact_ref, b.artifact_ref);
@@ -621,7 +625,7 @@ mod tests {
         let body = chunky(3);
         std::fs::write(dir.path().join("c.bin"), &body).unwrap();
         let a = admit("c.bin", dir.path(), "test").unwrap();
-        assert_eq!(a.whole_digest, crate::digest::sha256_hex(&body));
+        assert_eq!(a.whole_digest, runx_receipts::sha256_hex(&body));
         if a.made == Snapshot::Copy {
             assert!(
                 a.data().is_empty(),
@@ -709,7 +713,7 @@ mod tests {
         assert_eq!(bytes, b"[1, 2, 3]");
         // ext4 and tmpfs cannot clone; either way the digest is of the bytes paged.
         assert!(matches!(a.made, Snapshot::Copy | Snapshot::Reflink));
-        assert_eq!(a.whole_digest, crate::digest::sha256_hex(a.data()));
+        assert_eq!(a.whole_digest, runx_receipts::sha256_hex(a.data()));
     }
 
     #[test]

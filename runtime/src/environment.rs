@@ -1,7 +1,7 @@
 //! Where a run's environment values come from, and the one check of a runner's declared names.
 
 use crate::failure::{FailureKind, RunError};
-use crate::profile::Runner;
+use runx_profile::Runner;
 use std::collections::BTreeMap;
 use std::ffi::OsString;
 
@@ -84,10 +84,10 @@ pub fn declared(runner: &Runner, env: &EnvSource) -> Result<BTreeMap<String, Str
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::profile::parse;
+    use runx_profile::parse;
     use std::path::Path;
 
-    fn runner_with(env: &str) -> crate::profile::Profile {
+    fn runner_with(env: &str) -> runx_profile::Profile {
         let text =
             format!("skill: s\nrun: {{ type: javascript, module: a.mjs, environment: {env} }}\n");
         parse(&text, Path::new("/pkg"), Path::new("/pkg/X.yaml")).expect("profile")

@@ -3,13 +3,14 @@
 //! Every runner reports failures with these words, and every error type of the crate is turned
 //! into a [`RunError`] here and nowhere else, so the same event reads the same in `--json`
 //! output, in receipts and in harness reports whichever runner it happened in. The table of
-//! kinds and codes is in the README ("Failures").
+//! kinds and codes is in the book (`docs/src/failures.md`).
 
 use crate::artifact::AdmissionError;
 use crate::framing::FramingError;
-use crate::inputs::{InputError, OutputError};
-use crate::limits::LimitDef;
-use crate::profile::ProfileError;
+use runx_profile::{InputError, OutputError};
+use runx_profile::LimitDef;
+use runx_receipts::FailureRecord;
+use runx_profile::ProfileError;
 use crate::subprocess::SubprocessError;
 use runx_worker::bundle::BundleError;
 use runx_worker::failure::{Failure, FailureCode, bound_message};
@@ -187,6 +188,15 @@ impl RunError {
         RunError {
             message: bound_message(format!("{context}: {}", self.message)),
             ..self
+        }
+    }
+
+    /// The failure as a receipt records it.
+    pub fn record(&self) -> FailureRecord {
+        FailureRecord {
+            kind: self.kind.name().to_string(),
+            code: self.code.clone(),
+            message: self.message.clone(),
         }
     }
 

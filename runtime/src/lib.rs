@@ -1,32 +1,26 @@
 //! Skill packages and their runners: the behaviour behind the `runx` command.
 //!
-//! A skill package is a directory with an execution profile, `X.yaml` ([`profile`]). This crate
-//! resolves a runner's inputs ([`inputs`]) and environment ([`environment`]), runs it
-//! ([`runner`]: a javascript export in the no-host workers of `runx-worker`, a paged javascript
-//! runner over an admitted JSON array, or a supervised cli-tool subprocess), checks the output
-//! contract and writes a `runx.receipt.v1` receipt ([`receipt`]). [`harness`] runs a package's
-//! fixture cases through the same path. It does not parse command lines or print anything: that
-//! is the `runx` binary's job.
+//! A skill package is a directory with an execution profile, `X.yaml` (read and validated by
+//! `runx-profile`). This crate runs one of its runners as a step ([`Runtime::run`]): it resolves
+//! the runner's inputs and environment, runs it (a javascript export in the no-host workers of
+//! `runx-worker`, a paged javascript runner over an admitted JSON array, or a supervised
+//! cli-tool subprocess), checks the output contract and writes a `runx.receipt.v1` receipt
+//! (the model and its seal are `runx-receipts`'). It does not parse command lines or print
+//! anything: that is the `runx` binary's job. Fixture cases are `runx-harness`'.
 //!
 //! Where each behaviour lives:
 //!
 //! | module | what it holds |
 //! |---|---|
-//! | [`runtime`] | [`Runtime`], [`RunRequest`], [`RunOutcome`]: one step, start to receipt |
+//! | `runtime` | [`Runtime`], [`RunRequest`], [`RunOutcome`]: one step, start to receipt |
 //! | `runner` | the javascript, paged and cli-tool runners |
-//! | [`profile`] | the `X.yaml` model, its parser and its rules |
-//! | [`yaml`] | the nesting guard every YAML document passes before it is parsed |
-//! | [`inputs`] | input resolution and the output contract |
-//! | [`environment`] | where environment values come from; the declared-names check |
-//! | [`limits`] | every limit, once, as data |
-//! | [`failure`] | the failure vocabulary ([`FailureKind`], [`RunError`]) and every mapping into it |
-//! | [`artifact`], [`framing`] | admission of paged artifacts; pages of whole records |
-//! | [`subprocess`] | staging, environment, command lookup, supervision, capture of a process |
-//! | [`receipt`], [`digest`] | receipts; canonical JSON and digests |
-//! | [`signing`], [`verification`] | receipt keys, seals and signatures; checking receipt files |
-//! | [`report`] | the JSON of a run's result and of a package's description, as printed |
-//! | [`harness`] | fixture cases: discovery, running, matching |
-//! | [`workers`], [`cancel`], [`progress`] | the worker pool, cancellation, page progress |
+//! | `record` | what a run's receipt records: who ran, how the run closed, which engine |
+//! | `environment` | where environment values come from; the declared-names check |
+//! | `failure` | the failure vocabulary ([`FailureKind`], [`RunError`]) and every mapping into it |
+//! | `artifact`, `framing` | admission of paged artifacts; pages of whole records |
+//! | `subprocess` | staging, environment, command lookup, supervision, capture of a process |
+//! | `report` | the JSON of a run's result and of a package's description, as printed |
+//! | `pools`, `progress` | the worker pools (one per engine) and worker discovery; page progress |
 //!
 //! # Calling a runner as a step
 //!
@@ -37,8 +31,7 @@
 //! executable).
 //!
 //! ```no_run
-//! use runx_runtime::{EnvSource, RunRequest, Runtime};
-//! use runx_worker::process::WorkerCommand;
+//! use runx_runtime::{EnvSource, RunRequest, Runtime, WorkerCommand};
 //! use serde_json::json;
 //! use std::collections::BTreeMap;
 //!
@@ -64,32 +57,41 @@
 #![deny(unsafe_code)]
 #![warn(missing_docs)]
 
-pub mod artifact;
-pub mod cancel;
-pub mod digest;
-mod durable;
-pub mod environment;
-pub mod failure;
-pub mod framing;
-pub mod harness;
-pub mod inputs;
-pub mod limits;
-pub mod profile;
-pub mod progress;
-pub mod receipt;
-pub mod report;
+mod artifact;
+mod environment;
+mod failure;
+mod framing;
+mod pools;
+mod progress;
+mod record;
+mod report;
 mod runner;
-pub mod runtime;
-pub mod signing;
-pub mod subprocess;
-pub mod verification;
-pub mod workers;
-pub mod yaml;
+mod runtime;
+mod subprocess;
 
-pub use environment::EnvSource;
+pub use artifact::AdmissionError;
+pub use environment::{EnvSource, FIXED_BASELINE};
+pub use failure::{FailureKind, RunError};
+pub use framing::{Framer, FramingError, Page, PageBudget};
+pub use pools::{
+    ALLOW_NO_SECCOMP_ENV, DEFAULT_ENGINE, MAX_WORKERS, WORKER_ENV, check_engine,
+    current_exe_worker, discover_worker, engines_built, worker_main,
+};
+pub use progress::{PageProgress, ProgressSink};
+pub use record::{Closure, engine_record};
+pub use report::{console_json, describe_json, refused_json, run_json, stderr_json};
+pub use runner::cli_tool::WORKSPACE_CWD_TOKEN;
+pub use runtime::{RunOutcome, RunRequest, Runtime, default_workspace};
+pub use subprocess::{BASELINE_ENV, CGROUP_ENV, Capture, SubprocessError};
+/// The cancellation token of one run ([`RunRequest::cancel`]).
+pub use runx_worker::cancel::CancelToken;
+/// The console output of a javascript run ([`RunOutcome::log`]).
+pub use runx_worker::engine::{ConsoleLog, LogLine};
+/// The command that starts a worker process ([`Runtime::new`]).
+pub use runx_worker::process::WorkerCommand;
 
 /// Property-test settings: `default` cases, or as many as `PROPTEST_CASES` says (the long runs
-/// recorded in the README set it to 1,000,000).
+/// recorded in the docs set it to 1,000,000).
 #[cfg(test)]
 pub(crate) fn proptest_config(default: u32) -> proptest::test_runner::Config {
     let mut config = proptest::test_runner::Config::default();
@@ -98,8 +100,3 @@ pub(crate) fn proptest_config(default: u32) -> proptest::test_runner::Config {
     }
     config
 }
-pub use failure::{FailureKind, RunError};
-pub use runner::cli_tool::WORKSPACE_CWD_TOKEN;
-pub use runtime::{RunOutcome, RunRequest, Runtime};
-/// The console output of a javascript run ([`RunOutcome::log`]).
-pub use runx_worker::engine::{ConsoleLog, LogLine};

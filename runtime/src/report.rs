@@ -3,11 +3,11 @@
 //! a step server's `inspect`). Built here once, so every caller prints the same bytes.
 
 use crate::failure::RunError;
-use crate::limits::{self, AppliedLimits, PRINTED_TEXT_BYTES};
-use crate::profile::{InputDecl, Profile, Runner, RunnerKind};
+use runx_profile::{AppliedLimits, PRINTED_TEXT_BYTES};
+use runx_profile::{InputDecl, Profile, Runner, RunnerKind};
 use crate::runtime::RunOutcome;
 use crate::subprocess::Capture;
-use crate::workers::{DEFAULT_ENGINE, engines_built};
+use crate::pools::{DEFAULT_ENGINE, engines_built};
 use runx_worker::engine::ConsoleLog;
 use serde_json::{Map, Value, json};
 
@@ -15,7 +15,7 @@ use serde_json::{Map, Value, json};
 /// "console", "stderr"}`, where `error` is `{"kind", "code", "message"}` or `null`, `console`
 /// the module's console lines ([`console_json`]) and `stderr` a cli-tool's stderr
 /// ([`stderr_json`]; `null` for a javascript runner).
-pub fn run_result(o: &RunOutcome) -> Value {
+pub fn run_json(o: &RunOutcome) -> Value {
     json!({
         "status": o.status(),
         "skill": o.skill,
@@ -30,7 +30,7 @@ pub fn run_result(o: &RunOutcome) -> Value {
 
 /// The result for a request refused before any run (no package loaded, no receipt): the same
 /// keys as [`run_result`].
-pub fn refused(runner: Option<&str>, error: &RunError) -> Value {
+pub fn refused_json(runner: Option<&str>, error: &RunError) -> Value {
     json!({
         "status": "failure", "skill": null, "runner": runner,
         "output": null, "receipt": null, "error": error, "console": null, "stderr": null,
@@ -87,7 +87,7 @@ pub fn stderr_json(c: &Capture) -> Value {
 /// The package as one JSON object: `{"skill", "version", "dir", "runners", "input_definitions",
 /// "declared_only", "diagnostics"}`, every runner in name order with its inputs, outputs,
 /// environment, limits and the keys this runtime shows without running.
-pub fn describe(p: &Profile) -> Value {
+pub fn describe_json(p: &Profile) -> Value {
     let mut runners: Vec<(String, Value)> = p
         .runners
         .values()
@@ -187,7 +187,7 @@ fn describe_runner(p: &Profile, r: &Runner) -> Value {
         "outputs": outputs,
         "output_declarations": output_declarations,
         "environment": {"required": r.environment.required, "optional": r.environment.optional},
-        "limits": limits_json(&limits::for_runner(r)),
+        "limits": limits_json(&runx_profile::limits_for(r)),
         "artifacts": r.artifacts,
         "examples": r.examples,
         "declared_only": r.declared_only,

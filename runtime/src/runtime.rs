@@ -2,20 +2,18 @@
 //! package as a step: profile → runner → inputs → environment → runner → output contract →
 //! receipt.
 
-use crate::cancel::CancelToken;
-use crate::digest::digest;
+use runx_worker::cancel::CancelToken;
 use crate::environment::{self, EnvSource};
 use crate::failure::{FailureKind, RunError};
-use crate::inputs::{check_outputs, resolve_inputs};
-use crate::profile::{self, Profile, Runner, RunnerKind, RunnerType};
+use runx_profile::{check_outputs, resolve_inputs};
+use runx_profile::{self as profile, Profile, Runner, RunnerKind};
 use crate::progress::ProgressSink;
-use crate::receipt::{
-    Closure, EngineRecord, RUNX_VERSION, Receipt, RunStatus, SEALED_STATE, now_ms,
-};
+use crate::record::{Identity, engine_record, receipt_of};
+use runx_receipts::{EngineRecord, Receipt, RunStatus, now_ms};
 use crate::runner::{Produced, Ran, RunContext, Step, cli_tool, javascript};
-use crate::signing::{RECEIPT_DIR_ENV, Signer, VerifyKey};
+use runx_receipts::{RECEIPT_DIR_ENV, Signer, VerifyKey};
 use crate::subprocess::Capture;
-use crate::workers::{DEFAULT_ENGINE, Workers, discover_worker};
+use crate::pools::{DEFAULT_ENGINE, Workers, discover_worker};
 use runx_worker::engine::ConsoleLog;
 use runx_worker::process::WorkerCommand;
 use serde_json::{Map, Value};
@@ -98,7 +96,7 @@ pub struct RunOutcome {
     /// Console output of javascript runners.
     pub log: ConsoleLog,
     /// What a cli-tool runner wrote to stderr: the first
-    /// [`CAPTURE_BYTES`](crate::limits::CAPTURE_BYTES) and the count of every byte.
+    /// [`CAPTURE_BYTES`](runx_profile::CAPTURE_BYTES) and the count of every byte.
     pub stderr: Option<Capture>,
 }
 
@@ -138,14 +136,6 @@ pub struct Runtime {
     verify_key: Option<VerifyKey>,
 }
 
-/// Who ran: what the receipt names, as far as the run got.
-struct Identity {
-    skill: String,
-    version: String,
-    runner: String,
-    runner_type: Option<RunnerType>,
-    profile_digest: Option<String>,
-}
 
 impl Runtime {
     /// A runtime whose workers are started with `worker`.
@@ -160,7 +150,7 @@ impl Runtime {
         }
     }
 
-    /// A runtime using the worker found by [`crate::workers::discover_worker`].
+    /// A runtime using the worker found by [`crate::pools::discover_worker`].
     pub fn discover() -> Runtime {
         Runtime::new(discover_worker())
     }
@@ -172,7 +162,7 @@ impl Runtime {
     }
 
     /// Runs every javascript runner on `engine` (`quickjs` or `v8`), whatever its profile's
-    /// `engine:` prefers; check it first with [`crate::workers::check_engine`]. Without it, a
+    /// `engine:` prefers; check it first with [`crate::pools::check_engine`]. Without it, a
     /// runner runs on its profile's `engine:`, else on QuickJS.
     pub fn with_engine(mut self, engine: &str) -> Runtime {
         self.workers.force_engine(engine);
@@ -204,7 +194,7 @@ impl Runtime {
     /// after [`Runtime::with_engine`]), as harness receipts record it. A run's own receipt
     /// records the engine that run used.
     pub fn engine(&self) -> EngineRecord {
-        EngineRecord::of(&self.engine)
+        engine_record(&self.engine)
     }
 
     /// The opaque id of this runtime instance (part of every `artifact_ref`).
@@ -252,45 +242,17 @@ impl Runtime {
         let started_at_ms = now_ms();
         self.cancel.link(&req.cancel);
         let (identity, ran) = self.execute(req, refused);
-        let Ran { result, provenance } = ran;
+        let Ran {
+            result,
+            mut provenance,
+        } = ran;
         let mut result = result.map(|p| p.output);
         // Whatever a killed worker or process looked like, a cancelled run was interrupted.
         if req.cancel.is_cancelled() && result.is_err() {
             result = Err(RunError::interrupted());
         }
-        let closure = Closure::of(&result);
-        let mut receipt = Receipt {
-            schema: crate::receipt::RECEIPT_SCHEMA.to_string(),
-            id: Receipt::new_id(started_at_ms),
-            skill: identity.skill,
-            version: identity.version,
-            runner: identity.runner,
-            runner_type: identity.runner_type,
-            status: if result.is_ok() {
-                RunStatus::Sealed
-            } else {
-                RunStatus::Failure
-            },
-            state: SEALED_STATE.to_string(),
-            disposition: closure.disposition,
-            reason_code: closure.reason_code.to_string(),
-            failure: result.as_ref().err().cloned(),
-            input_digest: provenance.input_digest,
-            output_digest: result.as_ref().ok().map(digest),
-            bundle_digest: provenance.bundle_digest,
-            runx_version: RUNX_VERSION.to_string(),
-            engine: provenance.engine.as_deref().map(EngineRecord::of),
-            profile_digest: identity.profile_digest,
-            limits: provenance.limits.to_map(),
-            duration_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
-            started_at_ms,
-            artifact: provenance.artifact,
-            process: provenance.process,
-            console_dropped_bytes: (provenance.log.dropped_bytes > 0)
-                .then_some(provenance.log.dropped_bytes),
-            body_digest: None,
-            signature: None,
-        };
+        let duration_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+        let mut receipt = receipt_of(identity, &mut provenance, &result, started_at_ms, duration_ms);
         receipt.seal(self.signer.as_ref());
         let dir = req.receipt_dir();
         let mut unsealed_output = None;
@@ -313,7 +275,7 @@ impl Runtime {
                     if let Ok(output) = result {
                         unsealed_output = Some(output);
                         receipt.status = RunStatus::Failure;
-                        receipt.failure = Some(failure.clone());
+                        receipt.failure = Some(failure.record());
                         result = Err(failure);
                     }
                     None

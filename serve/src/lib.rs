@@ -49,7 +49,7 @@ pub const DEFAULT_QUEUE: usize = 64;
 /// call, escaped, with its environment.
 pub const DEFAULT_MAX_REQUEST_BYTES: usize = 8 * 1024 * 1024;
 /// The most requests that may run at once (the worker pool's own maximum).
-pub const MAX_POOL_SIZE: usize = runx_runtime::workers::MAX_WORKERS;
+pub const MAX_POOL_SIZE: usize = runx_runtime::MAX_WORKERS;
 
 /// How a server runs.
 #[derive(Clone, Debug)]

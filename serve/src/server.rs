@@ -7,9 +7,9 @@ use crate::protocol::{
     self, ErrorCode, InspectParams, Method, Request, RpcError, RunParams, error_line,
     notification_line, result_line,
 };
-use runx_runtime::cancel::CancelToken;
-use runx_runtime::progress::{PageProgress, ProgressSink};
-use runx_runtime::{EnvSource, RunRequest, Runtime, profile, report};
+use runx_runtime::{
+    CancelToken, EnvSource, PageProgress, ProgressSink, RunRequest, Runtime, describe_json, run_json,
+};
 use serde_json::{Value, json};
 use std::collections::{HashMap, VecDeque};
 use std::io::{BufRead, Write};
@@ -439,10 +439,10 @@ impl Shared {
                     status = %outcome.status(),
                     "step answered"
                 );
-                Ok(report::run_result(&outcome).to_string())
+                Ok(run_json(&outcome).to_string())
             }
-            Work::Inspect(dir) => match profile::load(dir) {
-                Ok(p) => Ok(report::describe(&p).to_string()),
+            Work::Inspect(dir) => match runx_profile::load(dir) {
+                Ok(p) => Ok(describe_json(&p).to_string()),
                 Err(e) => {
                     let failure = runx_runtime::RunError::from(e);
                     Err(

@@ -78,7 +78,7 @@ pub fn json_of(out: &std::process::Output) -> (Value, i32) {
 }
 
 /// Direct children of `pid`: the benchmarks' lookup, which the memory sampler uses too.
-pub use runx_benches::children_of;
+pub use runx_workload::children_of;
 
 /// A scratch workspace with a copy of one fixture package in `pkg/`.
 pub fn workspace_with(package: &str) -> (tempfile::TempDir, PathBuf) {

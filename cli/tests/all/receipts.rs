@@ -3,7 +3,7 @@
 //! child, worker, log and receipt.
 
 use super::*;
-use runx_runtime::digest::sha256_hex;
+use runx_receipts::sha256_hex;
 use serde_json::json;
 use std::os::unix::fs::PermissionsExt;
 
@@ -146,7 +146,7 @@ fn a_signed_receipt_records_the_run_and_verifies() {
 
 /// The standard base64 public key of the test key, as `runx` itself reports it to a child.
 fn public_key() -> String {
-    let key = runx_runtime::signing::Signer::new(KID, SEED, "ci").unwrap();
+    let key = runx_receipts::Signer::new(KID, SEED, "ci").unwrap();
     key.verify_key().public_key_base64()
 }
 

@@ -5,12 +5,12 @@
 //! what its ending means; [`crate::subprocess`] runs and supervises it.
 
 use super::{Produced, Provenance, Ran, RunContext, Step};
-use crate::digest::digest;
+use runx_receipts::digest;
 use crate::failure::{FailureKind, RunError};
-use crate::limits::{self, CAPTURE_BYTES, CLI_WALL, KILL_GRACE};
-use crate::profile::template::{self, Piece};
-use crate::profile::{CliToolRunner, InputMode, RetryOn, Runner};
-use crate::receipt::{ProcessRecord, StreamRecord};
+use runx_profile::{CAPTURE_BYTES, CLI_WALL, KILL_GRACE};
+use runx_profile::{self as template, Piece};
+use runx_profile::{CliToolRunner, InputMode, RetryOn, Runner};
+use runx_receipts::{ProcessRecord, StreamRecord};
 use crate::subprocess::{self, Capture, ProcessOutcome, ProcessSpec, Termination};
 use serde_json::{Map, Value};
 use std::collections::BTreeMap;
@@ -26,7 +26,7 @@ const STDERR_LINES_QUOTED: usize = 5;
 /// Runs a cli-tool runner.
 pub(crate) fn run(ctx: &RunContext<'_>, step: Step<'_>, tool: &CliToolRunner) -> Ran {
     let mut provenance = Provenance {
-        limits: limits::for_runner(step.runner),
+        limits: runx_profile::limits_for(step.runner),
         input_digest: Some(digest(&Value::Object(step.inputs.clone()))),
         ..Provenance::default()
     };
@@ -315,7 +315,7 @@ fn quote(stderr: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::profile::parse;
+    use runx_profile::parse;
     use serde_json::json;
 
     fn runner() -> Runner {

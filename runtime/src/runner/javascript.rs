@@ -1,10 +1,9 @@
 //! `type: javascript` runners: one call of a module export in a pooled no-host worker.
 
 use super::{Produced, Provenance, Ran, RunContext, Step, paged};
-use crate::digest::digest;
+use runx_receipts::digest;
 use crate::failure::{FailureKind, RunError};
-use crate::limits;
-use crate::profile::JsRunner;
+use runx_profile::JsRunner;
 use runx_worker::bundle::{self, ModuleBundle};
 use runx_worker::limits::Limits;
 use runx_worker::process::Call;
@@ -23,10 +22,10 @@ pub(crate) struct Module {
 /// Runs a javascript runner: one call, or the page loop when it declares `pages`.
 pub(crate) fn run(ctx: &RunContext<'_>, step: Step<'_>, js: &JsRunner) -> Ran {
     let mut provenance = Provenance {
-        limits: limits::for_runner(step.runner),
+        limits: runx_profile::limits_for(step.runner),
         ..Provenance::default()
     };
-    let limits = limits::worker_limits(step.runner);
+    let limits = runx_profile::worker_limits(step.runner);
     let engine = match ctx.workers.engine_for(step.runner, js.engine.as_deref()) {
         Ok(engine) => {
             provenance.engine = Some(engine.clone());

@@ -100,7 +100,7 @@ pub(super) fn finish_capture(state: &Mutex<StreamState>, limit: usize) -> Captur
     Capture {
         truncated: !s.done || s.total > kept.len() as u64,
         total_bytes: s.total,
-        sha256: crate::digest::spell(&digest),
+        sha256: runx_receipts::spell(&digest),
         kept,
     }
 }

@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 use std::ffi::{OsStr, OsString};
 use std::path::Path;
 
-use crate::profile::EnvDecl;
+use runx_profile::EnvDecl;
 
 /// Names copied from the caller's environment when present (process launch/user
 /// paths, certificates, locale/terminal). No proxy variables: proxy URLs may

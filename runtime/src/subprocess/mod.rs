@@ -27,7 +27,7 @@ pub use capture::Capture;
 pub use command::{check_exec, resolve_command};
 pub use descendants::CGROUP_ENV;
 pub use env::{BASELINE_ENV, build_env};
-pub use stage::{InputFiles, normalize_input_name, stage_inputs};
+pub use stage::stage_inputs;
 pub use supervise::{ProcessOutcome, ProcessSpec, Termination, run};
 
 /// Everything that can stop a subprocess run before or while it is supervised.

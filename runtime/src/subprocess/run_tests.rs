@@ -5,7 +5,7 @@
 use super::capture::utf8_safe_cut;
 use super::tests::{CAPTURE_LIMIT, sh_spec};
 use super::*;
-use crate::cancel::CancelToken;
+use runx_worker::cancel::CancelToken;
 use std::ffi::{OsStr, OsString};
 use std::fs;
 use std::os::unix::ffi::OsStrExt;
@@ -14,7 +14,7 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 fn sha(bytes: &[u8]) -> String {
-    crate::digest::sha256_hex(bytes)
+    runx_receipts::sha256_hex(bytes)
 }
 
 /// Gone = no /proc entry, or a zombie waiting for its new parent to reap it.

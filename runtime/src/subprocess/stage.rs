@@ -7,7 +7,7 @@ use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::path::Path;
 
 use super::SubprocessError;
-use crate::limits::{INPUT_INLINE, INPUTS_JSON_INLINE};
+use runx_profile::{INPUT_INLINE, INPUTS_JSON_INLINE};
 
 /// Name of the complete input object inside the staging directory.
 const INPUTS_FILE: &str = "inputs.json";
@@ -36,11 +36,16 @@ pub fn normalize_input_name(name: &str) -> Option<String> {
 /// per input value. Dropping it removes the directory and its contents.
 #[derive(Debug)]
 pub struct InputFiles {
+    #[cfg_attr(
+        not(test),
+        expect(dead_code, reason = "held so the directory lives as long as the files")
+    )]
     dir: tempfile::TempDir,
 }
 
 impl InputFiles {
     /// The staging directory.
+    #[cfg(test)]
     pub fn dir(&self) -> &Path {
         self.dir.path()
     }

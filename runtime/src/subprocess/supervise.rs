@@ -19,7 +19,7 @@ use nix::unistd::Pid;
 use super::SubprocessError;
 use super::capture::{Capture, finish_capture, start_drain};
 use super::descendants::Descendants;
-use crate::cancel::CancelToken;
+use runx_worker::cancel::CancelToken;
 
 /// How long the output readers may take to reach end-of-file once the process
 /// group has been killed and the leader reaped. Only a process that escaped the
@@ -46,7 +46,7 @@ pub struct ProcessSpec {
     pub timeout: Duration,
     /// Time between SIGTERM and SIGKILL.
     pub grace: Duration,
-    /// Bytes retained per output stream (normally [`crate::limits::CAPTURE_BYTES`]).
+    /// Bytes retained per output stream (normally [`runx_profile::CAPTURE_BYTES`]).
     pub capture_limit: usize,
 }
 
@@ -65,6 +65,7 @@ pub enum Termination {
 
 impl Termination {
     /// Exit code zero without timeout or cancellation.
+    #[cfg(test)]
     pub fn is_success(&self) -> bool {
         matches!(self, Termination::Exited(0))
     }
@@ -79,9 +80,8 @@ pub struct ProcessOutcome {
     pub stdout: Capture,
     /// What it wrote to stderr.
     pub stderr: Capture,
-    /// From spawn until the leader was reaped.
-    pub duration: Duration,
     /// Process id of the leader (also the process group id).
+    #[cfg_attr(not(test), expect(dead_code, reason = "read by the tests only"))]
     pub pid: u32,
 }
 
@@ -228,7 +228,6 @@ fn supervise(
     let status = child
         .wait()
         .map_err(|e| SubprocessError::io("cannot reap the subprocess", e))?;
-    let duration = start.elapsed();
     let termination = match stop {
         Some(reason) => reason,
         None => match status.code() {
@@ -241,7 +240,6 @@ fn supervise(
         termination,
         stdout: finish_capture(&stdout, spec.capture_limit),
         stderr: finish_capture(&stderr, spec.capture_limit),
-        duration,
         pid: child.id(),
     })
 }

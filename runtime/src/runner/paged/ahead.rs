@@ -18,8 +18,8 @@
 
 use super::{At, Framed, PageLoop, Prepared, Settled, Unanswered, ms};
 use crate::failure::RunError;
-use crate::limits::PAGE_COUNT;
-use crate::receipt::ArtifactProvenance;
+use runx_profile::PAGE_COUNT;
+use runx_receipts::ArtifactProvenance;
 use crate::runner::Produced;
 use runx_worker::engine::ConsoleLog;
 use runx_worker::pool::{Lease, LeaseError};

@@ -1,0 +1,173 @@
+//! Harness receipts verify as a whole: every case receipt they list lies beside them, has the
+//! digest they record, and verifies in turn.
+
+use crate::receipt::HarnessReceipt;
+use crate::run::{CaseResult, CaseVerdict, Report, ReportStatus};
+use runx_receipts::{
+    Check, EngineRecord, HARNESS_RECEIPT_SCHEMA, RECEIPT_SCHEMA, RUNX_VERSION, Receipt, RunStatus,
+    Signer, VerifyKey, digest, read_receipt, sha256_hex, verify_file,
+};
+use runx_runtime::{Runtime, WorkerCommand};
+use serde_json::json;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+fn signer(seed: u8, kid: &str) -> Signer {
+    let seed = base64::Engine::encode(&base64::engine::general_purpose::STANDARD, [seed; 32]);
+    Signer::new(kid, &seed, "ci").expect("signer")
+}
+
+fn key() -> VerifyKey {
+    signer(1, "key-1").verify_key()
+}
+
+/// A receipt as a sealed javascript run writes it.
+fn receipt(id: &str, signer: Option<&Signer>) -> Receipt {
+    let mut r = Receipt {
+        schema: RECEIPT_SCHEMA.to_string(),
+        id: id.to_string(),
+        skill: "hello".to_string(),
+        version: "1.0.0".to_string(),
+        runner: "greet".to_string(),
+        runner_type: Some("javascript".to_string()),
+        status: RunStatus::Sealed,
+        failure: None,
+        input_digest: Some(sha256_hex(b"in")),
+        output_digest: Some(sha256_hex(b"out")),
+        bundle_digest: Some(sha256_hex(b"bundle")),
+        runx_version: RUNX_VERSION.to_string(),
+        engine: Some(EngineRecord {
+            name: "quickjs".to_string(),
+            version: "test".to_string(),
+        }),
+        profile_digest: Some(sha256_hex(b"X.yaml")),
+        limits: BTreeMap::from([("heap_bytes".to_string(), 64 << 20)]),
+        duration_ms: 12,
+        started_at_ms: 1_700_000_000_000,
+        ..Receipt::default()
+    };
+    r.seal(signer);
+    r
+}
+
+fn problem(path: &Path) -> Option<Check> {
+    verify_file(path, &key()).problem.map(|p| p.check)
+}
+
+fn case(package: &str, name: &str, receipt: Option<Receipt>) -> CaseResult {
+    CaseResult {
+        package: package.to_string(),
+        case: name.to_string(),
+        passed: true,
+        run_status: "sealed".to_string(),
+        duration_ms: 1,
+        mismatch: None,
+        receipt_digest: receipt
+            .as_ref()
+            .and_then(runx_receipts::as_written)
+            .map(|v| digest(&v)),
+        receipt,
+        outcome: CaseVerdict::Passed,
+        kind: None,
+        skip_reason: None,
+    }
+}
+
+fn harness_run(dir: &Path, signer: &Signer) -> PathBuf {
+    let rt = Runtime::new(WorkerCommand::new("/nonexistent/worker")).with_signer(signer.clone());
+    let cases = vec![
+        case("hello", "greets", Some(receipt("c1", Some(signer)))),
+        case("hello", "refuses", Some(receipt("c2", Some(signer)))),
+    ];
+    let report = Report {
+        status: ReportStatus::Passed,
+        case_count: 2,
+        passed: 2,
+        failed: 0,
+        failures: Vec::new(),
+        not_declared: vec!["empty".to_string()],
+        cases,
+        skipped: 0,
+        errors: Vec::new(),
+        packages: Vec::new(),
+    };
+    let h = HarnessReceipt::new(&rt, &report, 1, 2);
+    h.write(&report, dir).expect("write")
+}
+
+#[test]
+fn a_harness_receipt_verifies_as_a_whole_and_names_its_cases() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let s = signer(1, "key-1");
+    let path = harness_run(dir.path(), &s);
+    let v = verify_file(&path, &key());
+    assert!(v.verified(), "{v:?}");
+    assert_eq!(v.schema.as_deref(), Some(HARNESS_RECEIPT_SCHEMA));
+    assert_eq!(v.cases, vec!["hello/greets", "hello/refuses"]);
+
+    // A case receipt replaced by another one signed with the same key: the harness receipt
+    // records another digest.
+    let c1 = dir.path().join("c1.json");
+    let mut forged = receipt("c1", None);
+    forged.skill = "forged".to_string();
+    forged.seal(Some(&s));
+    std::fs::write(&c1, serde_json::to_vec_pretty(&forged).expect("json")).expect("write");
+    let p = verify_file(&path, &key()).problem.expect("forged case");
+    assert_eq!(p.check, Check::Cases);
+    assert!(
+        p.message.contains("hello/greets") && p.message.contains("was changed"),
+        "{}",
+        p.message
+    );
+
+    std::fs::remove_file(&c1).expect("rm");
+    let p = verify_file(&path, &key()).problem.expect("missing case");
+    assert_eq!(p.check, Check::Cases);
+    assert!(p.message.contains("c1.json"), "{}", p.message);
+}
+
+#[test]
+fn a_harness_receipt_cannot_point_outside_its_directory() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let s = signer(1, "key-1");
+    let path = harness_run(dir.path(), &s);
+    let mut doc = read_receipt(&path).expect("read");
+    doc["cases"][0]["receipt"] = json!("../c1.json");
+    // Even re-sealed with the right key, the schema refuses a path.
+    let mut sealed: HarnessReceipt = serde_json::from_value(doc).expect("harness receipt");
+    let (d, sig) = runx_receipts::seal(&sealed, Some(&s));
+    sealed.body_digest = d;
+    sealed.signature = sig;
+    std::fs::write(&path, serde_json::to_vec(&sealed).expect("json")).expect("write");
+    assert_eq!(problem(&path), Some(Check::Schema));
+}
+
+#[test]
+fn a_case_receipt_that_does_not_verify_fails_the_harness_receipt() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    // Cases signed by another key, harness receipt by the verification key.
+    let rt =
+        Runtime::new(WorkerCommand::new("/nonexistent/worker")).with_signer(signer(1, "key-1"));
+    let other = signer(3, "key-3");
+    let cases = vec![case("hello", "greets", Some(receipt("c1", Some(&other))))];
+    let report = Report {
+        status: ReportStatus::Passed,
+        case_count: 1,
+        passed: 1,
+        failed: 0,
+        failures: Vec::new(),
+        not_declared: Vec::new(),
+        cases,
+        skipped: 0,
+        errors: Vec::new(),
+        packages: Vec::new(),
+    };
+    let path = HarnessReceipt::new(&rt, &report, 1, 2)
+        .write(&report, dir.path())
+        .expect("write");
+    let p = verify_file(&path, &key())
+        .problem
+        .expect("case by another key");
+    assert_eq!(p.check, Check::Cases);
+    assert!(p.message.contains("key_id"), "{}", p.message);
+}

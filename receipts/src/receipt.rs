@@ -1,0 +1,271 @@
+//! Receipts: one `runx.receipt.v1` JSON file per run, sealed with a body digest and, when a
+//! signing key is configured, signed ([`crate::seal`]).
+
+use crate::keys::Signer;
+use crate::signature::SignatureBlock;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// The receipt schema name.
+pub const RECEIPT_SCHEMA: &str = "runx.receipt.v1";
+/// The schema name of a harness receipt: one `runx harness` run and the receipts of its cases.
+pub const HARNESS_RECEIPT_SCHEMA: &str = "runx.harness_receipt.v1";
+
+/// What a run proves about itself.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Receipt {
+    /// Always [`RECEIPT_SCHEMA`].
+    pub schema: String,
+    /// Unique per run: time, process and a counter.
+    pub id: String,
+    /// The package's `skill:` name.
+    pub skill: String,
+    /// The package's `version:`.
+    pub version: String,
+    /// The runner that ran.
+    pub runner: String,
+    /// `javascript` or `cli-tool`; `null` when the run failed before a runner was selected.
+    pub runner_type: Option<String>,
+    /// `sealed` or `failure`: whether the run succeeded.
+    pub status: RunStatus,
+    /// Always `sealed`: the receipt is closed and final, whatever the run's status (runx
+    /// packages' `expect.receipt.state`).
+    #[serde(default = "sealed_state")]
+    pub state: String,
+    /// How the run closed: `closed`, `failed`, `timed_out` or `killed` (how the runtime closes each kind of failure).
+    #[serde(default)]
+    pub disposition: Disposition,
+    /// Why it closed so: `process_closed`, `process_failed`, `process_timed_out`,
+    /// `process_killed` or `input_contract_invalid`.
+    #[serde(default)]
+    pub reason_code: String,
+    /// The failure, when there was one.
+    pub failure: Option<FailureRecord>,
+    /// Canonical-JSON SHA-256 of the inputs the module saw.
+    pub input_digest: Option<String>,
+    /// Canonical-JSON SHA-256 of the output.
+    pub output_digest: Option<String>,
+    /// Digest of the module bundle (javascript runners).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub bundle_digest: Option<String>,
+    /// The runx release that ran (the `runx-runtime` crate version).
+    #[serde(default)]
+    pub runx_version: String,
+    /// The JavaScript engine of a javascript run; `null` for other runs.
+    #[serde(default)]
+    pub engine: Option<EngineRecord>,
+    /// `sha256:<hex>` of the profile's `X.yaml` bytes; `null` when no profile was read.
+    #[serde(default)]
+    pub profile_digest: Option<String>,
+    /// Every limit that applied to the run, by name.
+    pub limits: BTreeMap<String, u64>,
+    /// Wall-clock duration of the run in milliseconds.
+    pub duration_ms: u64,
+    /// Unix time the run started, in milliseconds.
+    pub started_at_ms: u64,
+    /// Artifact provenance of paged runs.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub artifact: Option<ArtifactProvenance>,
+    /// Captured process streams of cli-tool runs.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub process: Option<ProcessRecord>,
+    /// Bytes of console output dropped past the log bound.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub console_dropped_bytes: Option<u64>,
+    /// `sha256:<hex>` of the RFC 8785 canonical JSON of every other field but `signature`
+    /// ([`crate::seal::body_digest`]); set when the receipt is sealed.
+    #[serde(default)]
+    pub body_digest: Option<String>,
+    /// The signature over the body digest; `null` for an unsigned receipt.
+    #[serde(default)]
+    pub signature: Option<SignatureBlock>,
+}
+
+/// The JavaScript engine a run used.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EngineRecord {
+    /// `quickjs` or `v8`.
+    pub name: String,
+    /// The engine's own version as built into runx.
+    pub version: String,
+}
+
+/// A failed run, as its receipt records it: the `{kind, code, message}` that `--json` prints
+/// and harness reports use too.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FailureRecord {
+    /// The stable category (`input`, `resource_limit`, `execution`, ...).
+    pub kind: String,
+    /// The specific reason within the kind: a limit name, `missing_input`, `exit_3`, ...
+    pub code: String,
+    /// What happened.
+    pub message: String,
+}
+
+/// The runx release, as receipts record it.
+pub const RUNX_VERSION: &str = env!("CARGO_PKG_VERSION");
+
+/// How a run ended.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RunStatus {
+    /// The runner produced an output that met its contract.
+    Sealed,
+    /// The run failed; the receipt's `failure` says how.
+    #[default]
+    Failure,
+}
+
+impl RunStatus {
+    /// `sealed` or `failure`.
+    pub const fn name(self) -> &'static str {
+        match self {
+            RunStatus::Sealed => "sealed",
+            RunStatus::Failure => "failure",
+        }
+    }
+}
+
+impl std::fmt::Display for RunStatus {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// The `state` of every receipt runx writes.
+pub const SEALED_STATE: &str = "sealed";
+
+fn sealed_state() -> String {
+    SEALED_STATE.to_string()
+}
+
+/// How a run closed, in the words of runx receipts' closure.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Disposition {
+    /// The run sealed its output.
+    Closed,
+    /// The run failed (most failures).
+    #[default]
+    Failed,
+    /// The run hit its wall-clock limit (`resource_limit/wall_milliseconds`).
+    TimedOut,
+    /// The run was interrupted and its workers and processes killed (`interrupted`).
+    Killed,
+}
+
+/// Where a paged run's records came from.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ArtifactProvenance {
+    /// The runtime-local handle (differs between runtime instances).
+    pub artifact_ref: String,
+    /// `sha256:<hex>` of the whole admitted file.
+    pub whole_digest: String,
+    /// Size of the admitted file.
+    pub artifact_bytes: u64,
+    /// The media type declared by the runner.
+    pub media_type: String,
+    /// Pages delivered to the module.
+    pub page_count: u32,
+    /// Whether the loop reached `eof` or `done`.
+    pub finished: bool,
+    /// For a failed page: its index.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub failed_page_index: Option<u32>,
+    /// For a failed page: its byte offset.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub failed_offset: Option<u64>,
+    /// Where the time went.
+    #[serde(default)]
+    pub timings: PageTimings,
+}
+
+/// The split of a paged run's time, in milliseconds. Framing runs while the worker executes
+/// the previous page, so the parts can add up to more than the wall.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct PageTimings {
+    /// Admitting the artifact before page 0: opening it, hashing it, and making its snapshot
+    /// (a reflink clone, or an empty file whose copy then goes on beside the pages).
+    pub admission_ms: f64,
+    /// Scanning records, validating them, copying them into pages and hashing page ranges,
+    /// with the copy into the snapshot that framing reached.
+    pub framing_ms: f64,
+    /// Round trips to the worker (transport plus JavaScript). A page sent ahead of the reply
+    /// before it counts from that reply to its own: the time the worker gave it.
+    pub call_ms: f64,
+    /// JavaScript time inside the worker.
+    pub engine_ms: f64,
+    /// Parsing page results and checking state.
+    pub result_ms: f64,
+    /// The whole paged run, admission included.
+    pub wall_ms: f64,
+}
+
+/// One captured stream of a subprocess.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct StreamRecord {
+    /// Every byte the process wrote.
+    pub total_bytes: u64,
+    /// `sha256:<hex>` of the whole stream.
+    pub sha256: String,
+    /// Whether only a prefix was kept.
+    pub truncated: bool,
+}
+
+/// What the supervisor saw of a cli-tool process.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ProcessRecord {
+    /// The program run.
+    pub command: String,
+    /// The working directory.
+    pub cwd: String,
+    /// Exit code, when it exited.
+    pub exit_code: Option<i32>,
+    /// Signal, when it was killed by one.
+    pub signal: Option<i32>,
+    /// Whether the runtime stopped it at the timeout.
+    pub timed_out: bool,
+    /// Attempts made (retries included).
+    pub attempts: u32,
+    /// Stdout capture.
+    pub stdout: StreamRecord,
+    /// Stderr capture.
+    pub stderr: StreamRecord,
+}
+
+impl Receipt {
+    /// A unique receipt id: the time, this process and a counter.
+    pub fn new_id(started_at_ms: u64) -> String {
+        static COUNTER: AtomicU64 = AtomicU64::new(0);
+        format!(
+            "{started_at_ms}-{}-{}",
+            std::process::id(),
+            COUNTER.fetch_add(1, Ordering::Relaxed)
+        )
+    }
+
+    /// Seals the receipt: sets its `body_digest` and, with a `signer`, its `signature`
+    /// (`null` without one: the receipt is unsigned).
+    pub fn seal(&mut self, signer: Option<&Signer>) {
+        let (body_digest, signature) = crate::seal::seal(self, signer);
+        self.body_digest = body_digest;
+        self.signature = signature;
+    }
+
+    /// Writes the receipt as `<dir>/<id>.json`, creating `dir` when needed, atomically: the
+    /// file appears whole or not at all ([`crate::durable`]).
+    pub fn write(&self, dir: &Path) -> std::io::Result<PathBuf> {
+        let mut text = serde_json::to_vec_pretty(self).map_err(std::io::Error::other)?;
+        text.push(b'\n');
+        crate::durable::write_new(dir, &format!("{}.json", self.id), &text)
+    }
+}
+
+/// Milliseconds since the Unix epoch, now: what `started_at_ms` records.
+pub fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+}

@@ -1,0 +1,501 @@
+//! Checking receipt files offline: what `runx receipt verify` runs.
+//!
+//! A file verifies when it is a JSON object without duplicate keys, meets the JSON Schema of
+//! its `schema` (`runx.receipt.v1` or `runx.harness_receipt.v1`, in `receipts/schemas/`), its
+//! recomputed body digest equals its `body_digest`, and its signature verifies with the
+//! verification key ([`VerifyKey::verify`]). A harness receipt also needs every case receipt
+//! it lists to lie beside it, have the digest it records, and verify in turn. The first check
+//! that fails is reported with its [`Check`] and a message saying what differs.
+
+use crate::digest::digest;
+use crate::keys::{SignatureCheck, VerifyKey};
+use crate::limits::RECEIPT_BYTES;
+use crate::quote::printable;
+use crate::receipt::{HARNESS_RECEIPT_SCHEMA, RECEIPT_SCHEMA};
+use crate::seal::body_digest;
+use crate::signature::SignatureBlock;
+use serde::de::{self, Deserializer, MapAccess, SeqAccess, Visitor};
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Number, Value};
+use std::io::Read;
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+
+/// Schema violations quoted in one message.
+const MAX_SCHEMA_ERRORS: usize = 3;
+
+/// The check a receipt failed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Check {
+    /// The file cannot be read (missing, not a regular file, too large, a symbolic link in a
+    /// directory).
+    File,
+    /// The file is not one JSON object with unique keys.
+    Json,
+    /// The receipt does not meet its schema.
+    Schema,
+    /// The body was changed: its digest is not the recorded `body_digest`.
+    Body,
+    /// The receipt carries no signature.
+    Unsigned,
+    /// The signature's algorithm is not Ed25519.
+    Algorithm,
+    /// The signature names another key id than the verification key's.
+    KeyId,
+    /// The signature names another public key than the verification key.
+    PublicKey,
+    /// The signature names an issuer type that does not sign.
+    IssuerType,
+    /// The signature value is malformed or does not verify.
+    Signature,
+    /// A case receipt a harness receipt lists is missing, differs or does not verify.
+    Cases,
+}
+
+impl Check {
+    /// The snake_case name, as `--json` prints it.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Check::File => "file",
+            Check::Json => "json",
+            Check::Schema => "schema",
+            Check::Body => "body",
+            Check::Unsigned => "unsigned",
+            Check::Algorithm => "algorithm",
+            Check::KeyId => "key_id",
+            Check::PublicKey => "public_key",
+            Check::IssuerType => "issuer_type",
+            Check::Signature => "signature",
+            Check::Cases => "cases",
+        }
+    }
+}
+
+impl From<SignatureCheck> for Check {
+    fn from(c: SignatureCheck) -> Check {
+        match c {
+            SignatureCheck::Algorithm => Check::Algorithm,
+            SignatureCheck::KeyId => Check::KeyId,
+            SignatureCheck::PublicKey => Check::PublicKey,
+            SignatureCheck::IssuerType => Check::IssuerType,
+            SignatureCheck::Signature => Check::Signature,
+        }
+    }
+}
+
+/// Why a receipt does not verify.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Problem {
+    /// The check that failed.
+    pub check: Check,
+    /// What differs, for a person.
+    pub message: String,
+}
+
+impl Problem {
+    fn new(check: Check, message: impl Into<String>) -> Problem {
+        Problem {
+            check,
+            message: message.into(),
+        }
+    }
+}
+
+/// The result of verifying one file.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Verdict {
+    /// The file.
+    pub path: PathBuf,
+    /// Its `schema`, when it could be read.
+    pub schema: Option<String>,
+    /// Its recorded `body_digest`, when it could be read.
+    pub body_digest: Option<String>,
+    /// The key id its signature names, when it has one.
+    pub kid: Option<String>,
+    /// For a harness receipt: `package/case` of every case it lists.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub cases: Vec<String>,
+    /// The first check that failed; `None` when the file verifies.
+    pub problem: Option<Problem>,
+}
+
+impl Verdict {
+    fn refused(path: &Path, problem: Problem) -> Verdict {
+        Verdict {
+            path: path.to_path_buf(),
+            schema: None,
+            body_digest: None,
+            kid: None,
+            cases: Vec::new(),
+            problem: Some(problem),
+        }
+    }
+
+    /// Whether the file verified.
+    pub fn verified(&self) -> bool {
+        self.problem.is_none()
+    }
+}
+
+/// The files `paths` name: each file as given, and the `*.json` files directly inside each
+/// directory, by name. Entries that cannot be receipts (symbolic links, FIFOs, ...) and paths
+/// that do not exist come back as refused verdicts, so nothing named is silently skipped.
+pub fn receipt_files(paths: &[PathBuf]) -> (Vec<PathBuf>, Vec<Verdict>) {
+    let mut files = Vec::new();
+    let mut refused = Vec::new();
+    for path in paths {
+        match std::fs::metadata(path) {
+            Ok(meta) if meta.is_dir() => match list_dir(path) {
+                Ok((f, r)) => {
+                    files.extend(f);
+                    refused.extend(r);
+                }
+                Err(e) => refused.push(Verdict::refused(
+                    path,
+                    Problem::new(Check::File, format!("cannot list the directory: {e}")),
+                )),
+            },
+            // Files named explicitly are opened as named (following a link); `read` refuses
+            // what is not a regular file.
+            Ok(_) => files.push(path.clone()),
+            Err(e) => refused.push(Verdict::refused(
+                path,
+                Problem::new(Check::File, format!("cannot be read: {e}")),
+            )),
+        }
+    }
+    (files, refused)
+}
+
+fn list_dir(dir: &Path) -> std::io::Result<(Vec<PathBuf>, Vec<Verdict>)> {
+    let mut names = Vec::new();
+    for entry in std::fs::read_dir(dir)? {
+        let entry = entry?;
+        let path = entry.path();
+        if path.extension().is_some_and(|e| e == "json") {
+            names.push((path, entry.file_type()?));
+        }
+    }
+    names.sort_by(|a, b| a.0.cmp(&b.0));
+    let mut files = Vec::new();
+    let mut refused = Vec::new();
+    for (path, ty) in names {
+        if ty.is_file() {
+            files.push(path);
+        } else {
+            let what = if ty.is_symlink() {
+                "is a symbolic link; links inside a receipt directory are not followed"
+            } else {
+                "is not a regular file"
+            };
+            refused.push(Verdict::refused(&path, Problem::new(Check::File, what)));
+        }
+    }
+    Ok((files, refused))
+}
+
+/// Reads a receipt file: a regular file of at most [`RECEIPT_BYTES`] holding one JSON object
+/// with unique keys.
+pub fn read_receipt(path: &Path) -> Result<Value, Problem> {
+    let file_problem = |m: String| Problem::new(Check::File, m);
+    // O_NONBLOCK: a FIFO named as a receipt must not hang the verifier.
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(nix::libc::O_NONBLOCK)
+        .open(path)
+        .map_err(|e| file_problem(format!("cannot be opened: {e}")))?;
+    let meta = file
+        .metadata()
+        .map_err(|e| file_problem(format!("cannot be read: {e}")))?;
+    if !meta.is_file() {
+        return Err(file_problem("is not a regular file".to_string()));
+    }
+    let mut bytes = Vec::new();
+    file.take(RECEIPT_BYTES.max + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| file_problem(format!("cannot be read: {e}")))?;
+    if bytes.len() as u64 > RECEIPT_BYTES.max {
+        return Err(file_problem(format!(
+            "is larger than {} bytes, the most a receipt may be",
+            RECEIPT_BYTES.max
+        )));
+    }
+    let value = serde_json::from_slice::<Strict>(&bytes)
+        .map_err(|e| Problem::new(Check::Json, format!("is not valid receipt JSON: {e}")))?
+        .0;
+    if !value.is_object() {
+        return Err(Problem::new(Check::Json, "is not a JSON object"));
+    }
+    Ok(value)
+}
+
+/// Verifies the receipt file at `path` with `key`.
+pub fn verify_file(path: &Path, key: &VerifyKey) -> Verdict {
+    let doc = match read_receipt(path) {
+        Ok(d) => d,
+        Err(p) => return Verdict::refused(path, p),
+    };
+    let text = |k: &str| doc.get(k).and_then(Value::as_str).map(str::to_string);
+    let mut verdict = Verdict {
+        path: path.to_path_buf(),
+        schema: text("schema"),
+        body_digest: text("body_digest"),
+        kid: doc
+            .get("signature")
+            .and_then(|s| s.get("kid"))
+            .and_then(Value::as_str)
+            .map(str::to_string),
+        cases: Vec::new(),
+        problem: None,
+    };
+    let checked = check_sealed(&doc, key).and_then(|()| {
+        if verdict.schema.as_deref() == Some(HARNESS_RECEIPT_SCHEMA) {
+            verdict.cases = case_names(&doc);
+            check_cases(path, &doc, key)
+        } else {
+            Ok(())
+        }
+    });
+    verdict.problem = checked.err();
+    verdict
+}
+
+/// Schema, body digest and signature of one receipt document.
+pub fn check_sealed(doc: &Value, key: &VerifyKey) -> Result<(), Problem> {
+    check_schema(doc)?;
+    let recorded = doc
+        .get("body_digest")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    let actual = body_digest(doc).unwrap_or_default();
+    if actual != recorded {
+        return Err(Problem::new(
+            Check::Body,
+            format!("the body was changed: its digest is {actual}, the receipt records {recorded}"),
+        ));
+    }
+    let signature = doc.get("signature").cloned().unwrap_or(Value::Null);
+    if signature.is_null() {
+        return Err(Problem::new(
+            Check::Unsigned,
+            "the receipt is unsigned (no signing key was configured when it was written)",
+        ));
+    }
+    // The schema has checked the block's shape.
+    let block: SignatureBlock = serde_json::from_value(signature)
+        .map_err(|e| Problem::new(Check::Schema, format!("signature: {e}")))?;
+    key.verify(recorded, &block)
+        .map_err(|(check, message)| Problem::new(check.into(), message))
+}
+
+/// Checks `doc` against the JSON Schema its `schema` field names.
+pub fn check_schema(doc: &Value) -> Result<(), Problem> {
+    let name = doc
+        .get("schema")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    let validator = match name {
+        RECEIPT_SCHEMA => receipt_validator(),
+        HARNESS_RECEIPT_SCHEMA => harness_validator(),
+        other => {
+            return Err(Problem::new(
+                Check::Schema,
+                format!(
+                    "schema `{}` is not one runx verifies ({RECEIPT_SCHEMA}, {HARNESS_RECEIPT_SCHEMA})",
+                    printable(other)
+                ),
+            ));
+        }
+    };
+    let validator = validator
+        .as_ref()
+        .map_err(|e| Problem::new(Check::Schema, e.clone()))?;
+    let parts: Vec<String> = validator
+        .iter_errors(doc)
+        .take(MAX_SCHEMA_ERRORS)
+        .map(|e| {
+            let at = e.instance_path.as_str();
+            let at = if at.is_empty() { "the receipt" } else { at };
+            format!("at {}: {}", printable(at), printable(&e.to_string()))
+        })
+        .collect();
+    if parts.is_empty() {
+        Ok(())
+    } else {
+        Err(Problem::new(
+            Check::Schema,
+            format!("does not meet {name}: {}", parts.join("; ")),
+        ))
+    }
+}
+
+type Compiled = Result<jsonschema::Validator, String>;
+
+fn compile(text: &str, name: &str) -> Compiled {
+    let schema: Value = serde_json::from_str(text).map_err(|e| format!("{name}: {e}"))?;
+    jsonschema::validator_for(&schema).map_err(|e| format!("{name}: {e}"))
+}
+
+fn receipt_validator() -> &'static Compiled {
+    static V: OnceLock<Compiled> = OnceLock::new();
+    V.get_or_init(|| {
+        compile(
+            include_str!("../schemas/runx.receipt.v1.json"),
+            RECEIPT_SCHEMA,
+        )
+    })
+}
+
+fn harness_validator() -> &'static Compiled {
+    static V: OnceLock<Compiled> = OnceLock::new();
+    V.get_or_init(|| {
+        compile(
+            include_str!("../schemas/runx.harness_receipt.v1.json"),
+            HARNESS_RECEIPT_SCHEMA,
+        )
+    })
+}
+
+fn case_names(doc: &Value) -> Vec<String> {
+    let field = |c: &Value, k: &str| c.get(k).and_then(Value::as_str).unwrap_or("?").to_string();
+    doc.get("cases")
+        .and_then(Value::as_array)
+        .map(|cases| {
+            cases
+                .iter()
+                .map(|c| format!("{}/{}", field(c, "package"), field(c, "case")))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Every case receipt a (verified) harness receipt lists lies beside it, has the recorded
+/// digest and verifies.
+fn check_cases(path: &Path, doc: &Value, key: &VerifyKey) -> Result<(), Problem> {
+    let dir = path.parent().unwrap_or(Path::new("."));
+    let cases = doc.get("cases").and_then(Value::as_array);
+    for case in cases.into_iter().flatten() {
+        let name = |k: &str| case.get(k).and_then(Value::as_str).unwrap_or_default();
+        let label = format!("case `{}/{}`", name("package"), name("case"));
+        let (Some(file), Some(recorded)) = (
+            case.get("receipt").and_then(Value::as_str),
+            case.get("receipt_digest").and_then(Value::as_str),
+        ) else {
+            return Err(Problem::new(
+                Check::Cases,
+                format!("{label} has no receipt, so the run cannot be verified as a whole"),
+            ));
+        };
+        // The schema restricts `file` to a plain file name, so it cannot leave `dir`.
+        let case_path = dir.join(file);
+        let case_doc = read_receipt(&case_path).map_err(|p| {
+            Problem::new(
+                Check::Cases,
+                format!("{label}: its receipt {file} {}", p.message),
+            )
+        })?;
+        let actual = digest(&case_doc);
+        if actual != recorded {
+            return Err(Problem::new(
+                Check::Cases,
+                format!(
+                    "{label}: its receipt {file} was changed: its digest is {actual}, the harness receipt records {recorded}"
+                ),
+            ));
+        }
+        if case_doc.get("schema").and_then(Value::as_str) != Some(RECEIPT_SCHEMA) {
+            return Err(Problem::new(
+                Check::Cases,
+                format!("{label}: {file} is not a {RECEIPT_SCHEMA}"),
+            ));
+        }
+        check_sealed(&case_doc, key).map_err(|p| {
+            Problem::new(
+                Check::Cases,
+                format!(
+                    "{label}: its receipt {file} does not verify ({}): {}",
+                    p.check.name(),
+                    p.message
+                ),
+            )
+        })?;
+    }
+    Ok(())
+}
+
+/// A JSON value parsed with every object's keys unique. serde_json keeps the last of duplicate
+/// keys while other readers keep the first, so a receipt could show a reader one status and
+/// the digest another; receipts with duplicates are refused instead. serde_json's recursion
+/// limit bounds the nesting.
+struct Strict(Value);
+
+impl<'de> Deserialize<'de> for Strict {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Strict, D::Error> {
+        d.deserialize_any(StrictVisitor).map(Strict)
+    }
+}
+
+struct StrictVisitor;
+
+impl<'de> Visitor<'de> for StrictVisitor {
+    type Value = Value;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("a JSON value")
+    }
+
+    fn visit_bool<E>(self, v: bool) -> Result<Value, E> {
+        Ok(Value::Bool(v))
+    }
+
+    fn visit_i64<E>(self, v: i64) -> Result<Value, E> {
+        Ok(Value::Number(v.into()))
+    }
+
+    fn visit_u64<E>(self, v: u64) -> Result<Value, E> {
+        Ok(Value::Number(v.into()))
+    }
+
+    fn visit_f64<E: de::Error>(self, v: f64) -> Result<Value, E> {
+        Number::from_f64(v)
+            .map(Value::Number)
+            .ok_or_else(|| E::custom("a number that is not finite"))
+    }
+
+    fn visit_str<E>(self, v: &str) -> Result<Value, E> {
+        Ok(Value::String(v.to_string()))
+    }
+
+    fn visit_string<E>(self, v: String) -> Result<Value, E> {
+        Ok(Value::String(v))
+    }
+
+    fn visit_unit<E>(self) -> Result<Value, E> {
+        Ok(Value::Null)
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
+        let mut out = Vec::new();
+        while let Some(Strict(v)) = seq.next_element()? {
+            out.push(v);
+        }
+        Ok(Value::Array(out))
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
+        let mut out = Map::new();
+        while let Some(key) = map.next_key::<String>()? {
+            if out.contains_key(&key) {
+                return Err(de::Error::custom(format!(
+                    "duplicate key `{}`",
+                    printable(&key)
+                )));
+            }
+            let Strict(v) = map.next_value()?;
+            out.insert(key, v);
+        }
+        Ok(Value::Object(out))
+    }
+}

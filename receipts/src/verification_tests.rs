@@ -1,0 +1,302 @@
+use crate::verification::*;
+use crate::*;
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use serde_json::json;
+use std::collections::BTreeMap;
+
+fn signer(seed: u8, kid: &str) -> Signer {
+    let seed = base64::Engine::encode(&base64::engine::general_purpose::STANDARD, [seed; 32]);
+    Signer::new(kid, &seed, "ci").expect("signer")
+}
+
+fn key() -> VerifyKey {
+    signer(1, "key-1").verify_key()
+}
+
+/// A receipt as a sealed javascript run writes it.
+fn receipt(id: &str, signer: Option<&Signer>) -> Receipt {
+    let mut r = Receipt {
+        schema: RECEIPT_SCHEMA.to_string(),
+        id: id.to_string(),
+        skill: "hello".to_string(),
+        version: "1.0.0".to_string(),
+        runner: "greet".to_string(),
+        runner_type: Some("javascript".to_string()),
+        status: RunStatus::Sealed,
+        failure: None,
+        input_digest: Some(sha256_hex(b"in")),
+        output_digest: Some(sha256_hex(b"out")),
+        bundle_digest: Some(sha256_hex(b"bundle")),
+        runx_version: RUNX_VERSION.to_string(),
+        engine: Some(EngineRecord {
+            name: "quickjs".to_string(),
+            version: "test".to_string(),
+        }),
+        profile_digest: Some(sha256_hex(b"X.yaml")),
+        limits: BTreeMap::from([("heap_bytes".to_string(), 64 << 20)]),
+        duration_ms: 12,
+        started_at_ms: 1_700_000_000_000,
+        ..Receipt::default()
+    };
+    r.seal(signer);
+    r
+}
+
+fn write(dir: &Path, r: &Receipt) -> PathBuf {
+    r.write(dir).expect("write")
+}
+
+fn problem(path: &Path) -> Option<Check> {
+    verify_file(path, &key()).problem.map(|p| p.check)
+}
+
+#[test]
+fn a_signed_receipt_verifies() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = write(dir.path(), &receipt("r1", Some(&signer(1, "key-1"))));
+    let v = verify_file(&path, &key());
+    assert!(v.verified(), "{v:?}");
+    assert_eq!(v.schema.as_deref(), Some(RECEIPT_SCHEMA));
+    assert_eq!(v.kid.as_deref(), Some("key-1"));
+}
+
+/// Every one-byte change of a signed receipt file either leaves its JSON meaning intact
+/// (whitespace, `e` vs `E`) or fails verification.
+#[test]
+fn every_byte_of_a_signed_receipt_is_covered() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let original =
+        std::fs::read(write(dir.path(), &receipt("r1", Some(&signer(1, "key-1"))))).expect("read");
+    let meaning: Value = serde_json::from_slice(&original).expect("json");
+    let path = dir.path().join("mutated.json");
+    let mut refused = 0;
+    for i in 0..original.len() {
+        let mut bytes = original.clone();
+        bytes[i] = match bytes[i] {
+            b'0'..=b'8' | b'a'..=b'y' | b'A'..=b'Y' => bytes[i] + 1,
+            b'9' => b'0',
+            b'z' | b'Z' => b'a',
+            _ => b'x',
+        };
+        std::fs::write(&path, &bytes).expect("write");
+        let verdict = verify_file(&path, &key());
+        if verdict.verified() {
+            let now: Value = serde_json::from_slice(&bytes).expect("verified JSON parses");
+            assert_eq!(now, meaning, "byte {i} changed the receipt yet it verified");
+        } else {
+            refused += 1;
+        }
+    }
+    assert!(
+        refused > original.len() * 3 / 4,
+        "{refused} of {}",
+        original.len()
+    );
+}
+
+/// An edit of a receipt document.
+type Change = Box<dyn Fn(&mut Value)>;
+
+#[test]
+fn each_kind_of_change_is_named() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let good = receipt("r1", Some(&signer(1, "key-1")));
+    let doc = as_written(&good).expect("json");
+    let cases: Vec<(&str, Change, Check)> = vec![
+        (
+            "status",
+            Box::new(|d| d["skill"] = json!("other")),
+            Check::Body,
+        ),
+        (
+            "limits",
+            Box::new(|d| d["limits"]["heap_bytes"] = json!(1)),
+            Check::Body,
+        ),
+        (
+            "added field",
+            Box::new(|d| d["note"] = json!("hi")),
+            Check::Body,
+        ),
+        (
+            "body digest",
+            Box::new(|d| d["body_digest"] = json!(sha256_hex(b"x"))),
+            Check::Body,
+        ),
+        (
+            "signature value",
+            Box::new(|d| {
+                let v = d["signature"]["value"].as_str().expect("value").to_string();
+                let flipped = if v.ends_with('A') { "B" } else { "A" };
+                d["signature"]["value"] = json!(format!("{}{flipped}", &v[..v.len() - 1]));
+            }),
+            Check::Signature,
+        ),
+        (
+            "key id",
+            Box::new(|d| d["signature"]["kid"] = json!("key-2")),
+            Check::KeyId,
+        ),
+        (
+            "public key",
+            Box::new(|d| {
+                d["signature"]["public_key_sha256"] = json!(sha256_hex(b"k"))
+            }),
+            Check::PublicKey,
+        ),
+        (
+            "algorithm",
+            Box::new(|d| d["signature"]["alg"] = json!("none")),
+            Check::Algorithm,
+        ),
+        (
+            "issuer type",
+            Box::new(|d| d["signature"]["issuer_type"] = json!("hosted")),
+            Check::Signature,
+        ),
+        (
+            "unsigned",
+            Box::new(|d| d["signature"] = Value::Null),
+            Check::Unsigned,
+        ),
+        (
+            "schema name",
+            Box::new(|d| d["schema"] = json!("runx.receipt.v2")),
+            Check::Schema,
+        ),
+        (
+            "status word",
+            Box::new(|d| d["status"] = json!("ok")),
+            Check::Schema,
+        ),
+        (
+            "old receipt",
+            Box::new(|d| {
+                let o = d.as_object_mut().expect("object");
+                o.remove("body_digest");
+                o.remove("signature");
+            }),
+            Check::Schema,
+        ),
+        (
+            "sealed with a failure",
+            Box::new(|d| d["failure"] = json!({"kind": "exit", "code": "exit_1", "message": ""})),
+            Check::Schema,
+        ),
+    ];
+    for (what, change, expected) in cases {
+        let mut d = doc.clone();
+        change(&mut d);
+        let path = dir.path().join("changed.json");
+        std::fs::write(&path, serde_json::to_vec_pretty(&d).expect("json")).expect("write");
+        let v = verify_file(&path, &key());
+        let p = v.problem.unwrap_or_else(|| panic!("{what}: verified"));
+        assert_eq!(p.check, expected, "{what}: {}", p.message);
+    }
+}
+
+#[test]
+fn unsigned_receipts_are_sealed_but_do_not_verify() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let r = receipt("r1", None);
+    assert!(r.body_digest.is_some());
+    let path = write(dir.path(), &r);
+    assert_eq!(problem(&path), Some(Check::Unsigned));
+    let text = std::fs::read_to_string(&path).expect("read");
+    assert!(text.contains("\"signature\": null"), "{text}");
+}
+
+#[test]
+fn another_key_does_not_verify() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = write(dir.path(), &receipt("r1", Some(&signer(2, "key-1"))));
+    assert_eq!(problem(&path), Some(Check::PublicKey));
+    let path = write(dir.path(), &receipt("r2", Some(&signer(1, "key-9"))));
+    assert_eq!(problem(&path), Some(Check::KeyId));
+}
+
+#[test]
+fn hostile_files_are_refused_without_hanging_or_overflowing() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let good =
+        std::fs::read_to_string(write(dir.path(), &receipt("r1", Some(&signer(1, "key-1")))))
+            .expect("read");
+    // A duplicate key: serde_json would keep the last, other readers the first.
+    let dup = dir.path().join("dup.json");
+    std::fs::write(&dup, good.replacen("{", "{\n  \"status\": \"failure\",", 1)).expect("write");
+    let v = verify_file(&dup, &key());
+    assert_eq!(
+        v.problem.as_ref().map(|p| p.check),
+        Some(Check::Json),
+        "{v:?}"
+    );
+    assert!(
+        v.problem
+            .expect("p")
+            .message
+            .contains("duplicate key `status`")
+    );
+
+    let deep = dir.path().join("deep.json");
+    std::fs::write(
+        &deep,
+        format!("{}{}", "[".repeat(100_000), "]".repeat(100_000)),
+    )
+    .expect("write");
+    assert_eq!(problem(&deep), Some(Check::Json));
+    let array = dir.path().join("array.json");
+    std::fs::write(&array, "[]").expect("write");
+    assert_eq!(problem(&array), Some(Check::Json));
+    let nan = dir.path().join("nan.json");
+    std::fs::write(&nan, "{\"x\": 1e999}").expect("write");
+    assert_eq!(problem(&nan), Some(Check::Json));
+
+    let fifo = dir.path().join("fifo.json");
+    nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::from_bits_truncate(0o600)).expect("mkfifo");
+    assert_eq!(problem(&fifo), Some(Check::File));
+
+    let big = dir.path().join("big.json");
+    std::fs::File::create(&big)
+        .and_then(|f| f.set_len(RECEIPT_BYTES.max + 1))
+        .expect("sparse file");
+    let v = verify_file(&big, &key());
+    assert!(v.problem.expect("big").message.contains("larger than"));
+
+    // A control sequence in a field is not echoed raw into the report.
+    let escape = dir.path().join("escape.json");
+    std::fs::write(&escape, good.replacen("runx.receipt.v1", "\\u001b[2J", 1)).expect("write");
+    let v = verify_file(&escape, &key());
+    let p = v.problem.expect("escape");
+    assert_eq!(p.check, Check::Schema);
+    assert!(!p.message.contains('\u{1b}'), "{:?}", p.message);
+}
+
+#[test]
+fn directories_expand_to_their_json_files_and_links_are_not_followed() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let r = write(dir.path(), &receipt("r1", Some(&signer(1, "key-1"))));
+    std::fs::write(dir.path().join("notes.txt"), "not a receipt").expect("write");
+    std::os::unix::fs::symlink(&r, dir.path().join("link.json")).expect("symlink");
+    let (files, refused) = receipt_files(&[dir.path().to_path_buf(), dir.path().join("absent.json")]);
+    assert_eq!(files, vec![r]);
+    let refused: Vec<(String, Check)> = refused
+        .iter()
+        .map(|v| {
+            let name = v
+                .path
+                .file_name()
+                .expect("name")
+                .to_string_lossy()
+                .into_owned();
+            (name, v.problem.as_ref().expect("refused").check)
+        })
+        .collect();
+    assert_eq!(
+        refused,
+        vec![
+            ("link.json".to_string(), Check::File),
+            ("absent.json".to_string(), Check::File)
+        ]
+    );
+}
