@@ -9,19 +9,19 @@
 //! and `runx` built with `--features runx-worker/v8,runx-cli/v8`), V8 is measured beside
 //! QuickJS and the report ends with the side-by-side tables of the README.
 
-use runx_workload::{
-    AGGREGATE_MODULE, Bench, PAGE_SIZES, Peaks, Sampler, Stats, TimeSplit, growth_exponent, stats,
-    system_shmem_kib,
-};
+use runx_profile::STATE_BYTES;
 use runx_runtime::Runtime;
 use runx_runtime::framing::{Framer, PageBudget};
-use runx_profile::STATE_BYTES;
 use runx_worker::bundle::ModuleBundle;
 use runx_worker::engine::{Engine, EngineCall, PageInput, spans_of_ends};
 use runx_worker::limits::Limits;
 use runx_worker::pool::{Pool, PoolConfig};
 use runx_worker::process::{Call, PagePayload, PageRecords, WorkerCommand};
 use runx_worker::serve::{engine_by_name, engines_built};
+use runx_workload::{
+    AGGREGATE_MODULE, Bench, PAGE_SIZES, Peaks, Sampler, Stats, TimeSplit, growth_exponent, stats,
+    system_shmem_kib,
+};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -101,7 +101,8 @@ fn main() {
     );
     let ws = std::env::temp_dir().join(format!("runx-bench-{}", std::process::id()));
     let pkg = ws.join("pkg");
-    if let Err(e) = runx_workload::write_package(&pkg, &PAGE_SIZES).and_then(|()| write_node_script(&ws))
+    if let Err(e) =
+        runx_workload::write_package(&pkg, &PAGE_SIZES).and_then(|()| write_node_script(&ws))
     {
         println!(
             "skipped: cannot write the bench package under {}: {e}",
@@ -938,8 +939,8 @@ fn concurrency_memory(runx: &Path, ws: &Path) {
         return;
     };
     let path = ws.join("archive.js");
-    let written =
-        std::fs::File::create(&path).and_then(|mut f| runx_workload::write_archive(&mut f, mib << 20));
+    let written = std::fs::File::create(&path)
+        .and_then(|mut f| runx_workload::write_archive(&mut f, mib << 20));
     if let Err(e) = written {
         println!("\nconcurrent memory: skipped, cannot write the archive: {e}");
         return;

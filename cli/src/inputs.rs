@@ -4,7 +4,6 @@
 //! What the inputs must then satisfy (declared types, schemas, defaults) is the runner's
 //! contract, checked by the runtime; this module only turns the command line into an object.
 
-use crate::SkillArgs;
 use runx_profile::{INPUTS_BYTES, ValueType, with_article};
 use runx_runtime::{FailureKind, RunError};
 use runx_worker::scope::{Scope, ScopeError, read_capped};
@@ -122,9 +121,13 @@ impl From<InputsError> for RunError {
 /// Reads `--inputs FILE|-`, or the `-i`/`--input` and `--input-json` pairs (never both). A
 /// file is read inside the working directory (or `RUNX_CWD`) and stdin up to the
 /// `inputs_bytes` limit.
-pub(crate) fn read_inputs(args: &SkillArgs) -> Result<Map<String, Value>, RunError> {
-    let pairs = args.input.is_empty() && args.input_json.is_empty();
-    match (&args.inputs, pairs) {
+pub(crate) fn read_inputs(
+    inputs: Option<&str>,
+    input: &[String],
+    input_json: &[String],
+) -> Result<Map<String, Value>, RunError> {
+    let pairs = input.is_empty() && input_json.is_empty();
+    match (inputs, pairs) {
         (Some(_), false) => Err(RunError::new(
             FailureKind::Usage,
             "mixed_inputs",
@@ -135,7 +138,7 @@ pub(crate) fn read_inputs(args: &SkillArgs) -> Result<Map<String, Value>, RunErr
             let root = inputs_root(file)?;
             Ok(read_object_file(&root, file)?)
         }
-        (None, _) => Ok(parse_pairs(&args.input, &args.input_json)?),
+        (None, _) => Ok(parse_pairs(input, input_json)?),
     }
 }
 
@@ -250,7 +253,10 @@ pub fn read_object_file(cwd: &Path, file: &str) -> Result<Map<String, Value>, In
 
 /// Reads the input object from `reader` (stdin) to its end, but never more than
 /// [`INPUTS_BYTES`] + 1 bytes, whatever the reader is (`/dev/zero` included).
-pub fn read_object(reader: &mut impl Read, source: &str) -> Result<Map<String, Value>, InputsError> {
+pub fn read_object(
+    reader: &mut impl Read,
+    source: &str,
+) -> Result<Map<String, Value>, InputsError> {
     let bytes = read_capped(reader, INPUTS_BYTES.max, 0)
         .map_err(|e| InputsError::Stdin {
             reason: e.to_string(),

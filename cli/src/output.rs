@@ -6,6 +6,7 @@
 //! [`EXIT_CLOSED_STDOUT`] (any other write error with a message and exit code 1); a closed
 //! stderr is ignored (there is no one left to tell).
 
+use serde_json::Value;
 use std::io::Write;
 
 /// The exit code when stdout was closed by its reader: 141, what a shell reports for a
@@ -51,4 +52,9 @@ macro_rules! outln {
 #[macro_export]
 macro_rules! errln {
     ($($arg:tt)*) => { $crate::output::err(format_args!($($arg)*)) };
+}
+
+/// Prints `v` as one line of JSON on stdout.
+pub fn print_json(v: &Value) {
+    outln!("{}", serde_json::to_string(v).unwrap_or_default());
 }

@@ -276,8 +276,8 @@ fn package_suite(dir: &Path, package: String) -> Suite {
 fn package_cases(dir: &Path) -> Result<Vec<SuiteCase>, HarnessError> {
     let profile = dir.join(PROFILE_FILE);
     // The same capped, contained, depth-checked read as `runx skill`.
-    let (_, text) = runx_profile::read_text(dir)
-        .map_err(|e| HarnessError::path(&profile, e.to_string()))?;
+    let (_, text) =
+        runx_profile::read_text(dir).map_err(|e| HarnessError::path(&profile, e.to_string()))?;
     let text = checked_depth(&profile, text)?;
     let doc: ProfileHarness =
         serde_yaml_ng::from_str(&text).map_err(|e| HarnessError::yaml(&profile, &e))?;

@@ -71,19 +71,19 @@ mod receipt;
 mod run;
 
 pub use discover::{PackageError, Suite, SuiteCase, discover};
+pub use error::HarnessError;
 pub use fixture::{
     Caller, Case, CaseKind, ErrorExpect, Expect, ExpectStatus, Journey, JourneyMode, OutputExpect,
     RelPath, Setup,
 };
-pub use matching::{Mismatch, check, check_case, match_exact, match_subset};
-pub use error::HarnessError;
 pub use fixture::{DATA_DIR, FIXTURES_DIR};
+pub use matching::{Mismatch, check, check_case, match_exact, match_subset};
 pub use receipt::{CaseRecord, HarnessReceipt};
-pub use runx_receipts::HARNESS_RECEIPT_SCHEMA;
 pub use run::{
     CaseFailure, CaseResult, CaseVerdict, PackageFailure, PackageResult, PackageStatus, Report,
     ReportStatus, run_case, run_suites, run_suites_with,
 };
+pub use runx_receipts::HARNESS_RECEIPT_SCHEMA;
 
 #[cfg(test)]
 mod receipt_tests;

@@ -7,7 +7,6 @@ use runx_runtime::Runtime;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 
-
 /// What a harness run proves about itself.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct HarnessReceipt {

@@ -1,8 +1,8 @@
 use super::*;
 use runx_profile::PROFILE_FILE;
-use std::path::Path;
 use runx_runtime::{RunOutcome, Runtime};
 use serde_json::{Value, json};
+use std::path::Path;
 
 fn path_of(m: Option<Mismatch>) -> String {
     m.map(|m| m.path).unwrap_or_default()

@@ -15,8 +15,8 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use runx_receipts::sha256_hex;
 use crate::limits::{PACKET_DIR_ENTRIES, PACKET_SCHEMA_BYTES, PACKET_SEARCH_DEPTH};
+use runx_receipts::sha256_hex;
 
 /// The key a packet schema names itself with.
 pub const PACKET_ID_KEY: &str = "x-runx-packet-id";

@@ -24,13 +24,13 @@ use serde::{Deserialize, Deserializer};
 use serde_json::Value;
 
 use crate::decl::{DeclContext, InputDecl, InputsSeed};
+use crate::limits::PROFILE_BYTES;
 use crate::model::{
     DEFAULT_RUN_NAME, Diagnostic, OtherRunner, PROFILE_FILE, Profile, ProfileError, Runner,
 };
 use crate::packet::PacketFinder;
 use crate::runner_map::{ClosedKey, RunnerMap, RunnerMapSeed};
 use crate::validate::build_runner;
-use crate::limits::PROFILE_BYTES;
 
 /// Top-level keys this runtime acts on.
 const TOP_RUN_KEYS: &[&str] = &[

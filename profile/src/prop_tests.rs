@@ -3,9 +3,9 @@
 //! proptest_` is the long run.
 
 use super::*;
-use std::time::Duration;
 use crate::tests::parse_str;
 use proptest::prelude::*;
+use std::time::Duration;
 
 /// One generated runner.
 #[derive(Clone, Debug)]

@@ -11,13 +11,13 @@ use serde_json::Value;
 
 use crate::contract::check_example;
 use crate::decl::{InputDecl, ValueType};
+use crate::limits::{CLI_WALL, JS_WALL, LimitDef, PAGE_BYTES, RETRY_ATTEMPTS, RETRY_BACKOFF};
 use crate::model::{
     ArtifactsDecl, CliToolRunner, Diagnostic, EnvDecl, Framing, InputMode, JsRunner, PagesDecl,
     RESERVED_PAGE_INPUT, RetryDecl, RetryOn, Runner, RunnerKind, SUPPORTED_TYPES,
 };
 use crate::runner_map::{OneOrMany, RawArtifacts, RawEnv, RawPages, RawRetry, RawRunner};
 use crate::template::{self, Piece};
-use crate::limits::{CLI_WALL, JS_WALL, LimitDef, PAGE_BYTES, RETRY_ATTEMPTS, RETRY_BACKOFF};
 
 /// Merges the nested `run:`/`source:` block into the runner, refusing a key given in both
 /// places.

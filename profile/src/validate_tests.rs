@@ -2,10 +2,10 @@
 //! input declarations, refused with a message naming the key.
 
 use super::*;
-use serde_json::Value;
-use std::time::Duration;
 use crate::tests::{cli, err, ok};
+use serde_json::Value;
 use serde_json::json;
+use std::time::Duration;
 
 fn js_err(extra: &str) -> String {
     err(&format!(

@@ -1,14 +1,14 @@
 //! Signing and verification keys: where they come from (the environment, a key file), how
 //! their values are checked, and signing and verifying a body digest with them.
 
+use crate::digest::sha256_hex;
+use crate::limits::KEY_FILE_BYTES;
 use crate::names::{
     REQUIRE_SIGNED_ENV, SIGN_ISSUER_TYPE_ENV, SIGN_KID_ENV, SIGN_NAMES, SIGN_SEED_ENV,
     VERIFY_KID_ENV, VERIFY_NAMES, VERIFY_PUBLIC_KEY_ENV,
 };
 use crate::quote::printable;
 use crate::signature::{ALGORITHM, SignatureBlock, VALUE_PREFIX, statement};
-use crate::digest::sha256_hex;
-use crate::limits::KEY_FILE_BYTES;
 use base64::Engine as _;
 use base64::engine::{DecodePaddingMode, GeneralPurpose, GeneralPurposeConfig};
 use ed25519_dalek::{Signer as _, SigningKey, VerifyingKey};

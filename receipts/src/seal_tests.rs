@@ -1,9 +1,9 @@
 use crate::keys::decode_base64;
 use crate::names::SIGN_NAMES;
 use crate::*;
-use serde_json::Value;
 use base64::Engine as _;
 use proptest::prelude::*;
+use serde_json::Value;
 use std::collections::BTreeMap;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};

@@ -1,9 +1,9 @@
 use crate::verification::*;
 use crate::*;
 use serde_json::Value;
-use std::path::{Path, PathBuf};
 use serde_json::json;
 use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
 
 fn signer(seed: u8, kid: &str) -> Signer {
     let seed = base64::Engine::encode(&base64::engine::general_purpose::STANDARD, [seed; 32]);
@@ -140,9 +140,7 @@ fn each_kind_of_change_is_named() {
         ),
         (
             "public key",
-            Box::new(|d| {
-                d["signature"]["public_key_sha256"] = json!(sha256_hex(b"k"))
-            }),
+            Box::new(|d| d["signature"]["public_key_sha256"] = json!(sha256_hex(b"k"))),
             Check::PublicKey,
         ),
         (
@@ -278,7 +276,8 @@ fn directories_expand_to_their_json_files_and_links_are_not_followed() {
     let r = write(dir.path(), &receipt("r1", Some(&signer(1, "key-1"))));
     std::fs::write(dir.path().join("notes.txt"), "not a receipt").expect("write");
     std::os::unix::fs::symlink(&r, dir.path().join("link.json")).expect("symlink");
-    let (files, refused) = receipt_files(&[dir.path().to_path_buf(), dir.path().join("absent.json")]);
+    let (files, refused) =
+        receipt_files(&[dir.path().to_path_buf(), dir.path().join("absent.json")]);
     assert_eq!(files, vec![r]);
     let refused: Vec<(String, Check)> = refused
         .iter()

@@ -146,7 +146,10 @@ pub struct Artifact {
     /// How the snapshot was made.
     #[cfg_attr(
         not(test),
-        expect(dead_code, reason = "how the snapshot was made is checked by the tests only")
+        expect(
+            dead_code,
+            reason = "how the snapshot was made is checked by the tests only"
+        )
     )]
     pub made: Snapshot,
     /// A read-only map of the whole snapshot, of which only `[0, filled)` is ever read.

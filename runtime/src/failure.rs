@@ -7,11 +7,11 @@
 
 use crate::artifact::AdmissionError;
 use crate::framing::FramingError;
-use runx_profile::{InputError, OutputError};
-use runx_profile::LimitDef;
-use runx_receipts::FailureRecord;
-use runx_profile::ProfileError;
 use crate::subprocess::SubprocessError;
+use runx_profile::LimitDef;
+use runx_profile::ProfileError;
+use runx_profile::{InputError, OutputError};
+use runx_receipts::FailureRecord;
 use runx_worker::bundle::BundleError;
 use runx_worker::failure::{Failure, FailureCode, bound_message};
 use serde::{Deserialize, Serialize};

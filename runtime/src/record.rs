@@ -2,7 +2,7 @@
 //! the engine it used, and the receipt itself, filled from all of these.
 
 use crate::failure::{FailureKind, RunError};
-use crate::runner::Provenance;
+use crate::runner::step::Provenance;
 use runx_profile::{JS_WALL, RunnerType};
 use runx_receipts::{
     Disposition, EngineRecord, RECEIPT_SCHEMA, RUNX_VERSION, Receipt, RunStatus, SEALED_STATE,

@@ -3,11 +3,11 @@
 //! a step server's `inspect`). Built here once, so every caller prints the same bytes.
 
 use crate::failure::RunError;
-use runx_profile::{AppliedLimits, PRINTED_TEXT_BYTES};
-use runx_profile::{InputDecl, Profile, Runner, RunnerKind};
+use crate::pools::{DEFAULT_ENGINE, engines_built};
 use crate::runtime::RunOutcome;
 use crate::subprocess::Capture;
-use crate::pools::{DEFAULT_ENGINE, engines_built};
+use runx_profile::{AppliedLimits, PRINTED_TEXT_BYTES};
+use runx_profile::{InputDecl, Profile, Runner, RunnerKind};
 use runx_worker::engine::ConsoleLog;
 use serde_json::{Map, Value, json};
 

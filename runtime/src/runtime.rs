@@ -2,18 +2,19 @@
 //! package as a step: profile → runner → inputs → environment → runner → output contract →
 //! receipt.
 
-use runx_worker::cancel::CancelToken;
 use crate::environment::{self, EnvSource};
 use crate::failure::{FailureKind, RunError};
-use runx_profile::{check_outputs, resolve_inputs};
-use runx_profile::{self as profile, Profile, Runner, RunnerKind};
+use crate::pools::{DEFAULT_ENGINE, Workers, discover_worker};
 use crate::progress::ProgressSink;
 use crate::record::{Identity, engine_record, receipt_of};
-use runx_receipts::{EngineRecord, Receipt, RunStatus, now_ms};
-use crate::runner::{Produced, Ran, RunContext, Step, cli_tool, javascript};
-use runx_receipts::{RECEIPT_DIR_ENV, Signer, VerifyKey};
+use crate::runner::dispatch;
+use crate::runner::step::{Produced, Ran, RunContext, Step};
 use crate::subprocess::Capture;
-use crate::pools::{DEFAULT_ENGINE, Workers, discover_worker};
+use runx_profile::{self as profile, Profile, Runner};
+use runx_profile::{check_outputs, resolve_inputs};
+use runx_receipts::{EngineRecord, Receipt, RunStatus, now_ms};
+use runx_receipts::{RECEIPT_DIR_ENV, Signer, VerifyKey};
+use runx_worker::cancel::CancelToken;
 use runx_worker::engine::ConsoleLog;
 use runx_worker::process::WorkerCommand;
 use serde_json::{Map, Value};
@@ -136,7 +137,6 @@ pub struct Runtime {
     verify_key: Option<VerifyKey>,
 }
 
-
 impl Runtime {
     /// A runtime whose workers are started with `worker`.
     pub fn new(worker: WorkerCommand) -> Runtime {
@@ -252,7 +252,13 @@ impl Runtime {
             result = Err(RunError::interrupted());
         }
         let duration_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
-        let mut receipt = receipt_of(identity, &mut provenance, &result, started_at_ms, duration_ms);
+        let mut receipt = receipt_of(
+            identity,
+            &mut provenance,
+            &result,
+            started_at_ms,
+            duration_ms,
+        );
         receipt.seal(self.signer.as_ref());
         let dir = req.receipt_dir();
         let mut unsealed_output = None;
@@ -375,10 +381,7 @@ impl Runtime {
             cancel,
             instance: &self.instance,
         };
-        match &step.runner.kind {
-            RunnerKind::Javascript(js) => javascript::run(&ctx, step, js),
-            RunnerKind::CliTool(tool) => cli_tool::run(&ctx, step, tool),
-        }
+        dispatch(&ctx, step)
     }
 }
 

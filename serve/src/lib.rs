@@ -13,7 +13,7 @@
 //!
 //! and the notification `progress` (`id`, `page_index`, `bytes`, `total_bytes`) after each
 //! page of a `run` that asked for it. A step that ran and failed is a *result* whose `status`
-//! is `failure`; JSON-RPC errors ([`protocol::ErrorCode`]) are for requests that could not be
+//! is `failure`; JSON-RPC errors ([`ErrorCode`]) are for requests that could not be
 //! run at all. At most [`ServeConfig::pool_size`] requests run at once and
 //! [`ServeConfig::queue`] more wait; past that a request is refused `busy` (-32001). Answers
 //! come when their step ends, so out of order, each with its request's id.
@@ -35,62 +35,13 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
-pub mod line;
-pub mod protocol;
+mod config;
+mod line;
+mod protocol;
 mod server;
 
+pub use config::{DEFAULT_MAX_REQUEST_BYTES, DEFAULT_QUEUE, MAX_POOL_SIZE, ServeConfig};
+pub use protocol::{
+    CancelParams, ErrorCode, InspectParams, Method, Request, RpcError, RunParams, ShutdownParams,
+};
 pub use server::{Ending, Server};
-
-use std::path::PathBuf;
-
-/// Requests waiting for a step slot, by default, beyond those running.
-pub const DEFAULT_QUEUE: usize = 64;
-/// The largest request line, by default: room for the 4 MiB input object of a javascript
-/// call, escaped, with its environment.
-pub const DEFAULT_MAX_REQUEST_BYTES: usize = 8 * 1024 * 1024;
-/// The most requests that may run at once (the worker pool's own maximum).
-pub const MAX_POOL_SIZE: usize = runx_runtime::MAX_WORKERS;
-
-/// How a server runs.
-#[derive(Clone, Debug)]
-pub struct ServeConfig {
-    /// Requests run at once; also the size of the worker pool (1..=16; default: CPUs).
-    pub pool_size: usize,
-    /// Requests accepted beyond those running, waiting in order; past it, `busy`.
-    pub queue: usize,
-    /// The longest request line in bytes; a longer one is refused, and the server goes on.
-    pub max_request_bytes: usize,
-    /// Relative `skill`, `cwd` and `receipt_dir` are resolved against this directory.
-    pub cwd: PathBuf,
-}
-
-impl ServeConfig {
-    /// Defaults: one step per CPU, [`DEFAULT_QUEUE`], [`DEFAULT_MAX_REQUEST_BYTES`].
-    pub fn new(cwd: PathBuf) -> ServeConfig {
-        let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
-        ServeConfig {
-            pool_size: cpus.clamp(1, MAX_POOL_SIZE),
-            queue: DEFAULT_QUEUE,
-            max_request_bytes: DEFAULT_MAX_REQUEST_BYTES,
-            cwd,
-        }
-    }
-
-    /// Sets the number of requests run at once, clamped to 1..=16.
-    pub fn pool_size(mut self, n: usize) -> ServeConfig {
-        self.pool_size = n.clamp(1, MAX_POOL_SIZE);
-        self
-    }
-
-    /// Sets the queue limit.
-    pub fn queue(mut self, n: usize) -> ServeConfig {
-        self.queue = n;
-        self
-    }
-
-    /// Sets the longest request line.
-    pub fn max_request_bytes(mut self, n: usize) -> ServeConfig {
-        self.max_request_bytes = n;
-        self
-    }
-}

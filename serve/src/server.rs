@@ -1,14 +1,15 @@
 //! The step server: a reader that admits requests, a fixed set of step threads that run them,
 //! and one writer that every answer and notification goes through, a whole line at a time.
 
-use crate::ServeConfig;
+use crate::config::ServeConfig;
 use crate::line::{Line, read_line};
 use crate::protocol::{
     self, ErrorCode, InspectParams, Method, Request, RpcError, RunParams, error_line,
     notification_line, result_line,
 };
 use runx_runtime::{
-    CancelToken, EnvSource, PageProgress, ProgressSink, RunRequest, Runtime, describe_json, run_json,
+    CancelToken, EnvSource, PageProgress, ProgressSink, RunRequest, Runtime, describe_json,
+    run_json,
 };
 use serde_json::{Value, json};
 use std::collections::{HashMap, VecDeque};

@@ -2,8 +2,8 @@
 //! a synthetic archive generator, the parse-and-aggregate module, a skill package around it and
 //! one measured paged run.
 
-use runx_runtime::ProgressSink;
 use runx_receipts::PageTimings;
+use runx_runtime::ProgressSink;
 use runx_runtime::{RunError, RunRequest, Runtime};
 use serde_json::{Map, Value};
 use std::io::Write;

@@ -6,7 +6,12 @@
 //! (`IgnoredAny`) that cost about as much as the scan itself; a property test keeps the two in
 //! agreement on every input.
 
-use super::MAX_SCAN_DEPTH;
+/// Nesting depth at which the scanner rejects a record as invalid JSON.
+/// Validation through `IgnoredAny` does not enforce serde_json's usual
+/// recursion limit, so without this cap hostile input (hundreds of MiB of `[`)
+/// would grow the bracket stack without bound; real records are never this
+/// deep, and the sandbox's own parser would choke on them anyway.
+pub(crate) const MAX_SCAN_DEPTH: usize = 1024;
 
 /// Where and why a record is not JSON: a byte offset within the record and what was expected.
 pub(super) type Invalid = (usize, &'static str);

@@ -24,23 +24,10 @@ mod scan;
 
 pub use error::FramingError;
 
+use json::MAX_SCAN_DEPTH;
+pub use scan::MAX_PREFIX_BYTES;
 use scan::{parse_head, skip_string, skip_ws, validate_record};
 use std::ops::Range;
-
-/// The opening `[` (after an optional BOM and assignment prefix) must appear
-/// within this many bytes of the start of the file. This bounds the work done
-/// on inputs that are not JSON arrays at all (e.g. a 512 MiB binary file).
-pub const MAX_PREFIX_BYTES: usize = 64 * 1024;
-
-/// Nesting depth at which the scanner rejects a record as invalid JSON.
-/// Validation through `IgnoredAny` does not enforce serde_json's usual
-/// recursion limit, so without this cap hostile input (hundreds of MiB of `[`)
-/// would grow the bracket stack without bound; real records are never this
-/// deep, and the sandbox's own parser would choke on them anyway.
-pub(crate) const MAX_SCAN_DEPTH: usize = 1024;
-
-/// UTF-8 byte-order mark, tolerated at offset 0 because some exporters emit it.
-pub(crate) const UTF8_BOM: &[u8] = b"\xEF\xBB\xBF";
 
 /// Size limits for a single page.
 ///

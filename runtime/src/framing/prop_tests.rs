@@ -1,6 +1,7 @@
 //! Property tests of the framer: generated JSON arrays page into tiles that deliver every
 //! record exactly once, in order; arbitrary bytes never panic.
 
+use super::scan::UTF8_BOM;
 use super::tests::budget;
 use super::*;
 use proptest::prelude::*;

@@ -3,7 +3,14 @@
 use std::ops::Range;
 
 use super::error::FramingError;
-use super::{MAX_PREFIX_BYTES, UTF8_BOM};
+
+/// The opening `[` (after an optional BOM and assignment prefix) must appear
+/// within this many bytes of the start of the file. This bounds the work done
+/// on inputs that are not JSON arrays at all (e.g. a 512 MiB binary file).
+pub const MAX_PREFIX_BYTES: usize = 64 * 1024;
+
+/// UTF-8 byte-order mark, tolerated at offset 0 because some exporters emit it.
+pub(crate) const UTF8_BOM: &[u8] = b"\xEF\xBB\xBF";
 
 /// Checks one record: UTF-8 first (cheap, and gives the exact bad byte), then
 /// JSON syntax without building any values ([`super::json`]).

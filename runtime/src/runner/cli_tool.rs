@@ -4,14 +4,14 @@
 //! This module decides *what* runs (arguments, working directory, environment, program) and
 //! what its ending means; [`crate::subprocess`] runs and supervises it.
 
-use super::{Produced, Provenance, Ran, RunContext, Step};
-use runx_receipts::digest;
+use super::step::{Produced, Provenance, Ran, RunContext, Step};
 use crate::failure::{FailureKind, RunError};
-use runx_profile::{CAPTURE_BYTES, CLI_WALL, KILL_GRACE};
-use runx_profile::{self as template, Piece};
-use runx_profile::{CliToolRunner, InputMode, RetryOn, Runner};
-use runx_receipts::{ProcessRecord, StreamRecord};
 use crate::subprocess::{self, Capture, ProcessOutcome, ProcessSpec, Termination};
+use runx_profile::{self as template, Piece};
+use runx_profile::{CAPTURE_BYTES, CLI_WALL, KILL_GRACE};
+use runx_profile::{CliToolRunner, InputMode, RetryOn, Runner};
+use runx_receipts::digest;
+use runx_receipts::{ProcessRecord, StreamRecord};
 use serde_json::{Map, Value};
 use std::collections::BTreeMap;
 use std::ffi::OsString;

@@ -1,62 +1,18 @@
 //! `type: javascript` runners: one call of a module export in a pooled no-host worker.
 
-use super::{Produced, Provenance, Ran, RunContext, Step, paged};
-use runx_receipts::digest;
+use super::module::Module;
+use super::step::{Produced, Provenance, Ran, RunContext, Step};
 use crate::failure::{FailureKind, RunError};
 use runx_profile::JsRunner;
-use runx_worker::bundle::{self, ModuleBundle};
-use runx_worker::limits::Limits;
+use runx_receipts::digest;
 use runx_worker::process::Call;
 use serde_json::Value;
-use std::sync::Arc;
 
-/// The module side of a javascript run: the bundle, hashed once, the call limits and the engine
-/// it runs on.
-pub(crate) struct Module {
-    pub bundle: Arc<ModuleBundle>,
-    pub digest: String,
-    pub limits: Limits,
-    pub engine: String,
-}
-
-/// Runs a javascript runner: one call, or the page loop when it declares `pages`.
+/// Runs a javascript runner: one call of its export.
 pub(crate) fn run(ctx: &RunContext<'_>, step: Step<'_>, js: &JsRunner) -> Ran {
-    let mut provenance = Provenance {
-        limits: runx_profile::limits_for(step.runner),
-        ..Provenance::default()
-    };
-    let limits = runx_profile::worker_limits(step.runner);
-    let engine = match ctx.workers.engine_for(step.runner, js.engine.as_deref()) {
-        Ok(engine) => {
-            provenance.engine = Some(engine.clone());
-            engine
-        }
-        Err(e) => {
-            return Ran {
-                result: Err(e),
-                provenance,
-            };
-        }
-    };
-    let module = match bundle::collect(&step.profile.dir, &js.module, limits.source_bytes) {
-        Ok(bundle) => Module {
-            digest: bundle.digest(),
-            bundle: Arc::new(bundle),
-            limits,
-            engine,
-        },
-        Err(e) => {
-            return Ran {
-                result: Err(e.into()),
-                provenance,
-            };
-        }
-    };
-    provenance.bundle_digest = Some(module.digest.clone());
-    if let Some(pages) = &js.pages {
-        return paged::run(ctx, step, js, pages, module, provenance);
-    }
-    let result = call(ctx, step, js, module, &mut provenance);
+    let mut provenance = Provenance::of(step.runner);
+    let result = Module::load(ctx, &step, js, &mut provenance)
+        .and_then(|module| call(ctx, step, js, module, &mut provenance));
     Ran { result, provenance }
 }
 

@@ -7,7 +7,7 @@ use std::thread;
 
 use sha2::{Digest, Sha256};
 
-use super::SubprocessError;
+use super::error::SubprocessError;
 
 /// One captured output stream.
 #[derive(Debug, Clone, PartialEq, Eq)]

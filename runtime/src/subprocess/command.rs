@@ -7,7 +7,7 @@ use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
-use super::SubprocessError;
+use super::error::SubprocessError;
 
 /// Resolves a declared command to an executable path without a shell.
 ///

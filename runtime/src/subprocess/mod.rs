@@ -1,140 +1,34 @@
 //! Supervision of one `cli-tool` process: the Unix side of the v1 subprocess ABI, as plain
 //! data and functions (the profile and the runner decide what runs; this runs it).
 //!
-//! - [`stage`]: the input object delivered as files in a private `0700` directory, plus inline
+//! - `stage`: the input object delivered as files in a private `0700` directory, plus inline
 //!   mirrors ([`stage_inputs`]);
-//! - [`env`]: the deny-by-default child environment ([`build_env`]);
-//! - [`command`]: finding the executable without a shell ([`resolve_command`]);
-//! - [`supervise`]: the process in its own group, stdin fed, the timeout and cancellation
+//! - `env`: the deny-by-default child environment ([`build_env`]);
+//! - `command`: finding the executable without a shell ([`resolve_command`]);
+//! - `supervise`: the process in its own group, stdin fed, the timeout and cancellation
 //!   enforced (SIGTERM to the group, SIGKILL after the grace period), descendants left behind
 //!   killed, the child always reaped ([`run`]);
+//! - `error`: what can stop a run before or while it is supervised ([`SubprocessError`]);
 //! - `descendants`: every descendant, whatever its session: a cgroup per run, or a child
 //!   subreaper and a sweep where no cgroup can be made;
-//! - [`capture`]: stdout and stderr drained concurrently, a bounded prefix kept on a UTF-8
+//! - `capture`: stdout and stderr drained concurrently, a bounded prefix kept on a UTF-8
 //!   boundary, the whole stream counted and hashed.
 
-use std::io;
-use std::path::PathBuf;
-
-pub mod capture;
-pub mod command;
+mod capture;
+mod command;
 mod descendants;
-pub mod env;
-pub mod stage;
-pub mod supervise;
+mod env;
+mod error;
+mod stage;
+mod supervise;
 
 pub use capture::Capture;
 pub use command::{check_exec, resolve_command};
 pub use descendants::CGROUP_ENV;
 pub use env::{BASELINE_ENV, build_env};
+pub use error::SubprocessError;
 pub use stage::stage_inputs;
 pub use supervise::{ProcessOutcome, ProcessSpec, Termination, run};
-
-/// Everything that can stop a subprocess run before or while it is supervised.
-///
-/// A process that starts and then fails (non-zero exit, signal, timeout,
-/// cancellation) is not an error: it is reported through [`Termination`].
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum SubprocessError {
-    /// The command could not be located or is not executable.
-    #[error(
-        "command `{command}` cannot be started: {reason}; install it, fix the command path, or adjust PATH"
-    )]
-    NotFound {
-        /// The command as declared.
-        command: String,
-        /// Why it cannot be started.
-        reason: String,
-    },
-
-    /// Two input keys normalise to the same `RUNX_INPUT_<NAME>` variable.
-    #[error(
-        "input keys `{first}` and `{second}` both map to RUNX_INPUT_{name}; rename one of them so their normalised names differ"
-    )]
-    InputNameCollision {
-        /// The first input key.
-        first: String,
-        /// The second input key.
-        second: String,
-        /// The normalised name both map to.
-        name: String,
-    },
-
-    /// An input key has no ASCII letters or digits, so it has no `RUNX_INPUT_<NAME>`.
-    #[error(
-        "input key `{key}` contains no ASCII letters or digits and cannot be delivered as RUNX_INPUT_<NAME>; rename it"
-    )]
-    InvalidInputName {
-        /// The input key.
-        key: String,
-    },
-
-    /// An argument or environment value holds a NUL byte, which no process can be given.
-    #[error("{what} holds a NUL byte (at byte {offset}); a process cannot be given one")]
-    NulByte {
-        /// Which argument or variable.
-        what: String,
-        /// Where the first NUL is.
-        offset: usize,
-    },
-
-    /// An argument, an environment string, or all of them together are too long for the
-    /// kernel (`E2BIG`).
-    #[error(
-        "{what} take{s} {bytes} bytes; the kernel accepts at most {limit} bytes there; pass large values by file (RUNX_INPUT_<NAME>_PATH) instead",
-        s = if what.starts_with("the ") { "" } else { "s" }
-    )]
-    TooLong {
-        /// Which argument or variable, or `the arguments and environment together`.
-        what: String,
-        /// How many bytes it takes.
-        bytes: usize,
-        /// The kernel's limit.
-        limit: usize,
-    },
-
-    /// The working directory is missing or not a directory.
-    #[error("working directory `{}` {reason}; create it or correct the skill's cwd", path.display())]
-    Cwd {
-        /// The directory.
-        path: PathBuf,
-        /// What is wrong with it.
-        reason: String,
-    },
-
-    /// The operating system refused to start the process.
-    #[error(
-        "failed to start `{}`: {source}; check that it is an executable for this platform and its interpreter exists",
-        program.display()
-    )]
-    Spawn {
-        /// The program.
-        program: PathBuf,
-        /// The operating system's error.
-        #[source]
-        source: io::Error,
-    },
-
-    /// Staging inputs or supervising the process failed at the OS level.
-    #[error("{context}: {source}")]
-    Io {
-        /// What runx was doing.
-        context: String,
-        /// The operating system's error.
-        #[source]
-        source: io::Error,
-    },
-}
-
-impl SubprocessError {
-    pub(crate) fn io(context: impl Into<String>, source: io::Error) -> Self {
-        SubprocessError::Io {
-            context: context.into(),
-            source,
-        }
-    }
-}
 
 #[cfg(test)]
 mod run_tests;

@@ -6,7 +6,7 @@ use std::io::{self, Write};
 use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::path::Path;
 
-use super::SubprocessError;
+use super::error::SubprocessError;
 use runx_profile::{INPUT_INLINE, INPUTS_JSON_INLINE};
 
 /// Name of the complete input object inside the staging directory.

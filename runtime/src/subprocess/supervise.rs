@@ -16,9 +16,9 @@ use nix::sys::signal::{Signal, killpg};
 use nix::sys::wait::{Id, WaitPidFlag, WaitStatus, waitid};
 use nix::unistd::Pid;
 
-use super::SubprocessError;
 use super::capture::{Capture, finish_capture, start_drain};
 use super::descendants::Descendants;
+use super::error::SubprocessError;
 use runx_worker::cancel::CancelToken;
 
 /// How long the output readers may take to reach end-of-file once the process
@@ -32,13 +32,13 @@ const MAX_POLL: Duration = Duration::from_millis(20);
 /// Everything needed to start and supervise one process.
 #[derive(Debug, Clone)]
 pub struct ProcessSpec {
-    /// Resolved executable (see [`super::resolve_command`]).
+    /// Resolved executable (see [`super::command::resolve_command`]).
     pub program: PathBuf,
     /// Arguments, already resolved; no shell interpretation happens.
     pub args: Vec<OsString>,
     /// Working directory; must exist and be a directory.
     pub cwd: PathBuf,
-    /// The complete environment (see [`super::build_env`]); nothing is inherited.
+    /// The complete environment (see [`super::env::build_env`]); nothing is inherited.
     pub env: Vec<(OsString, OsString)>,
     /// Bytes written to stdin before it is closed; `None` closes stdin at once.
     pub stdin: Option<Vec<u8>>,

@@ -2,11 +2,11 @@
 //! command resolution; the helpers the running tests (`run_tests.rs`) share.
 
 use super::*;
-use crate::subprocess::stage::normalize_input_name;
-use runx_worker::cancel::CancelToken;
 use crate::failure::FailureKind;
-use runx_profile::{CAPTURE_BYTES, INPUT_INLINE, KILL_GRACE};
+use crate::subprocess::stage::normalize_input_name;
 use runx_profile::EnvDecl;
+use runx_profile::{CAPTURE_BYTES, INPUT_INLINE, KILL_GRACE};
+use runx_worker::cancel::CancelToken;
 use serde_json::{Map, Value, json};
 use std::collections::BTreeMap;
 use std::ffi::{OsStr, OsString};

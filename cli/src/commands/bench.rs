@@ -2,9 +2,9 @@
 //! installed binary.
 
 use crate::progress;
-use runx_workload::{self as workload, Bench, PAGE_SIZES, PagesRun};
-use runx_runtime::Runtime;
 use runx_profile::{ARTIFACT_BYTES, PAGE_BYTES};
+use runx_runtime::Runtime;
+use runx_workload::{self as workload, Bench, PAGE_SIZES, PagesRun};
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -148,7 +148,7 @@ pub fn run(rt: &Runtime, engine: &str, args: BenchArgs) -> ExitCode {
 fn pages(rt: &Runtime, engine: &str, args: PagesArgs) -> ExitCode {
     let (sizes, page_sizes) = match checked_sizes(&args) {
         Ok(x) => x,
-        Err(message) => return crate::usage(&message),
+        Err(message) => return crate::exit::usage(&message),
     };
     let cells = match measure(rt, engine, &args, &sizes, &page_sizes) {
         Ok(cells) => cells,

@@ -13,7 +13,7 @@ pub fn inspect(dir: &Path, as_json: bool) -> ExitCode {
         Ok(p) => p,
         Err(e) => {
             errln!("runx: {e}");
-            return ExitCode::from(super::EXIT_USAGE);
+            return ExitCode::from(crate::exit::EXIT_USAGE);
         }
     };
     let doc = describe_json(&p);

@@ -14,7 +14,7 @@ use std::collections::VecDeque;
 use std::sync::{Condvar, Mutex, MutexGuard};
 
 /// A bounded queue of items with a weight in bytes, for one producer and one consumer.
-pub(super) struct Lookahead<T> {
+pub(super) struct PageQueue<T> {
     state: Mutex<State<T>>,
     /// Signalled when an item arrives or the producer leaves.
     filled: Condvar,
@@ -32,10 +32,10 @@ struct State<T> {
     consumer_gone: bool,
 }
 
-impl<T> Lookahead<T> {
+impl<T> PageQueue<T> {
     /// A queue that holds at most `limit` bytes of items, or one item of any weight.
-    pub(super) fn new(limit: usize) -> Lookahead<T> {
-        Lookahead {
+    pub(super) fn new(limit: usize) -> PageQueue<T> {
+        PageQueue {
             state: Mutex::new(State {
                 items: VecDeque::new(),
                 bytes: 0,
@@ -120,10 +120,10 @@ impl<T> Lookahead<T> {
 }
 
 /// Ends production when dropped.
-pub(super) struct ProducerGuard<'a, T>(&'a Lookahead<T>);
+pub(super) struct ProducerGuard<'a, T>(&'a PageQueue<T>);
 
 impl<T> ProducerGuard<'_, T> {
-    /// See [`Lookahead::push`].
+    /// See [`PageQueue::push`].
     pub(super) fn push(&self, item: T, bytes: usize) -> bool {
         self.0.push(item, bytes)
     }
@@ -136,10 +136,10 @@ impl<T> Drop for ProducerGuard<'_, T> {
 }
 
 /// Ends consumption when dropped.
-pub(super) struct ConsumerGuard<'a, T>(&'a Lookahead<T>);
+pub(super) struct ConsumerGuard<'a, T>(&'a PageQueue<T>);
 
 impl<T> ConsumerGuard<'_, T> {
-    /// See [`Lookahead::pop`].
+    /// See [`PageQueue::pop`].
     pub(super) fn pop(&self) -> Option<T> {
         self.0.pop()
     }
@@ -159,7 +159,7 @@ mod tests {
 
     #[test]
     fn items_arrive_in_order_and_the_end_is_seen() {
-        let q = Lookahead::new(100);
+        let q = PageQueue::new(100);
         std::thread::scope(|s| {
             s.spawn(|| {
                 let p = q.producer();
@@ -175,7 +175,7 @@ mod tests {
 
     #[test]
     fn the_producer_stays_within_the_limit_and_refills_from_half() {
-        let q = Lookahead::new(100);
+        let q = PageQueue::new(100);
         let pushed = AtomicUsize::new(0);
         std::thread::scope(|s| {
             s.spawn(|| {
@@ -206,7 +206,7 @@ mod tests {
 
     #[test]
     fn an_item_heavier_than_the_limit_passes_alone() {
-        let q = Lookahead::new(10);
+        let q = PageQueue::new(10);
         std::thread::scope(|s| {
             s.spawn(|| {
                 let p = q.producer();
@@ -222,7 +222,7 @@ mod tests {
 
     #[test]
     fn a_consumer_that_leaves_releases_a_waiting_producer() {
-        let q = Lookahead::new(10);
+        let q = PageQueue::new(10);
         std::thread::scope(|s| {
             let producer = s.spawn(|| {
                 let p = q.producer();
@@ -244,7 +244,7 @@ mod tests {
 
     #[test]
     fn a_producer_that_panics_ends_the_queue() {
-        let q = Lookahead::<u8>::new(10);
+        let q = PageQueue::<u8>::new(10);
         std::thread::scope(|s| {
             let h = s.spawn(|| {
                 let p = q.producer();

@@ -3,14 +3,55 @@
 //! summary line `N passed, M failed` (or a JSON report with `--json`), and writes the harness
 //! receipt with every case receipt beside it.
 
+use crate::exit::usage;
+use crate::keys::{SignArgs, keys};
+use crate::{launch, signals};
+use runx_harness::{
+    self as harness, CaseResult, CaseVerdict, HarnessReceipt, Report, ReportStatus,
+};
 use runx_runtime::Runtime;
-use runx_harness::{self as harness, CaseResult, CaseVerdict, HarnessReceipt, Report, ReportStatus};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 /// Exit code for malformed fixtures and unusable paths.
 const EXIT_USAGE: u8 = 64;
+
+#[derive(clap::Args)]
+pub struct HarnessArgs {
+    /// Package directories, fixture files, or directories of packages.
+    #[arg(required = true)]
+    pub paths: Vec<PathBuf>,
+    /// Print a JSON report on stdout.
+    #[arg(long)]
+    pub json: bool,
+    /// Write the harness receipt and every case's receipt under DIR instead of
+    /// `.runx/harness-receipts` of the working directory.
+    #[arg(long, value_name = "DIR")]
+    pub receipt_dir: Option<PathBuf>,
+    #[command(flatten)]
+    pub sign: SignArgs,
+}
+
+/// Runs `runx harness PATH...` with the keys and receipt directory its flags name.
+pub fn command(args: HarnessArgs, engine: Option<&str>) -> ExitCode {
+    let keys = match keys(&args.sign) {
+        Ok(k) => k,
+        Err(e) => return usage(&e.message),
+    };
+    let receipt_dir = args.receipt_dir.clone().unwrap_or_else(|| {
+        runx_runtime::default_workspace()
+            .join(".runx")
+            .join("harness-receipts")
+    });
+    let code = run(
+        &launch::runtime(engine, keys),
+        &args.paths,
+        args.json,
+        &receipt_dir,
+    );
+    signals::exit_code().map_or(code, ExitCode::from)
+}
 
 /// Runs the harness over `paths` on `rt`; `as_json` prints the report object instead of lines.
 /// The receipts go under `receipt_dir`.

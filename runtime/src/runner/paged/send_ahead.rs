@@ -16,25 +16,23 @@
 //! back, in order, to the one-call-at-a-time loop, which runs them again with the host's own
 //! state. What a run returns, logs and records does not depend on which loop ran a page.
 
-use super::{At, Framed, PageLoop, Prepared, Settled, Unanswered, ms};
+use super::page::{At, Framed, Prepared, Settled, Unanswered, Walk, ms};
+use super::page_loop::PageLoop;
+use super::queue::ConsumerGuard;
 use crate::failure::RunError;
+use crate::framing::Page;
 use runx_profile::PAGE_COUNT;
-use runx_receipts::ArtifactProvenance;
-use crate::runner::Produced;
 use runx_worker::engine::ConsoleLog;
 use runx_worker::pool::{Lease, LeaseError};
 use runx_worker::process::{Call, PagePayload, PageRecords};
 use serde_json::Value;
-use std::collections::VecDeque;
 use std::time::Instant;
-
-use super::lookahead::ConsumerGuard;
 
 /// A page sent to the leased worker whose reply has not been read.
 struct Sent {
     id: u64,
     call: Call,
-    page: crate::framing::Page,
+    page: Page,
     meta_prefix: String,
     /// Whether the page takes the state the worker kept from the page before.
     takes_kept_state: bool,
@@ -45,10 +43,7 @@ struct Sent {
 
 impl Sent {
     fn at(&self) -> At {
-        At {
-            index: self.page.index,
-            offset: self.page.offset,
-        }
+        At::of(&self.page)
     }
 
     /// The page as it was before it was sent, to run again elsewhere.
@@ -68,9 +63,6 @@ impl Sent {
     }
 }
 
-/// Pages taken from the framer that the one-call-at-a-time loop must run, in order.
-pub(super) type Waiting = VecDeque<Unanswered>;
-
 /// A page for the other loop.
 fn unanswered(page: Prepared, lost_once: bool) -> Unanswered {
     Unanswered {
@@ -79,35 +71,42 @@ fn unanswered(page: Prepared, lost_once: bool) -> Unanswered {
     }
 }
 
-impl PageLoop<'_> {
-    /// Runs pages ahead on one leased worker. `Some`: the run ended here. `None`: the rest of
-    /// the run is for the one-call-at-a-time loop, from `state` and the pages in `waiting`.
-    pub(super) fn call_pages_ahead(
-        &self,
+/// Pages sent ahead on one worker leased for the run.
+pub(super) struct SendAhead<'l, 'a> {
+    page_loop: &'l PageLoop<'a>,
+    lease: Lease<'a>,
+}
+
+impl<'l, 'a> SendAhead<'l, 'a> {
+    /// Leases a worker that takes pages by descriptor; `None` when pages cannot go ahead
+    /// (records travel inside the frame, which makes requests too large to send ahead, or no
+    /// worker can be held: the other loop then reports why).
+    pub(super) fn lease(page_loop: &'l PageLoop<'a>) -> Option<SendAhead<'l, 'a>> {
+        page_loop.artifact.read_only()?;
+        let lease = page_loop
+            .pool
+            .lease(&page_loop.module.digest, page_loop.cancel)
+            .ok()?;
+        lease
+            .pages_by_descriptor()
+            .then_some(SendAhead { page_loop, lease })
+    }
+
+    /// Runs pages ahead until the run ends (`Some`: its output) or the rest of the run is for
+    /// the one-call-at-a-time loop (`None`), from `walk.state` and the pages in
+    /// `walk.waiting`.
+    pub(super) fn run(
+        mut self,
         framed: &ConsumerGuard<'_, Framed>,
-        record: &mut ArtifactProvenance,
-        log: &mut ConsoleLog,
-        state: &mut Value,
-        waiting: &mut Waiting,
-    ) -> Result<Option<Produced>, RunError> {
-        // Records that travel inside the frame make requests too large to send ahead.
-        if self.artifact.read_only().is_none() {
-            return Ok(None);
-        }
-        // Without a worker to hold, the other loop reports why.
-        let Ok(mut lease) = self.pool.lease(&self.module.digest, self.cancel) else {
-            return Ok(None);
-        };
-        if !lease.pages_by_descriptor() {
-            return Ok(None);
-        }
-        let first = self.next_prepared(framed, record)?;
-        let mut current = match self.send(&mut lease, first, Some(state), None, log) {
+        walk: &mut Walk<'_>,
+    ) -> Result<Option<Value>, RunError> {
+        let first = self.page_loop.next_prepared(framed, &mut walk.record)?;
+        let mut current = match self.send(first, Some(&walk.state), None, walk.log) {
             Ok(sent) => sent,
             Err(unsent) => {
                 let (prepared, why) = *unsent;
                 tracing::debug!("pages are not sent ahead: {why}");
-                waiting.push_back(unanswered(prepared, false));
+                walk.waiting.push_back(unanswered(prepared, false));
                 return Ok(None);
             }
         };
@@ -118,9 +117,9 @@ impl PageLoop<'_> {
             let mut next = None;
             let mut held = None;
             if !current.page.eof {
-                held = match self.next_framed(framed, record) {
+                held = match self.page_loop.next_framed(framed, &mut walk.record) {
                     Ok(p) if u64::from(p.page.index) < PAGE_COUNT.max => {
-                        match self.send(&mut lease, p, None, Some(current.id), log) {
+                        match self.send(p, None, Some(current.id), walk.log) {
                             Ok(sent) => {
                                 next = Some(sent);
                                 None
@@ -138,37 +137,47 @@ impl PageLoop<'_> {
                     }),
                 };
             }
-            let bound = self.module.limits.log_bytes;
+            let bound = self.page_loop.module.limits.log_bytes;
             // A page that took the worker's kept state must name the state the host holds.
-            let expected = current.takes_kept_state.then(|| digest_of(state)).flatten();
+            let expected = current
+                .takes_kept_state
+                .then(|| digest_of(&walk.state))
+                .flatten();
             if current.takes_kept_state && expected.is_none() {
                 return Err(RunError::internal("encode", "the state cannot be encoded"));
             }
-            let reply = lease.receive(current.id, &current.call, expected.as_deref());
+            let reply = self
+                .lease
+                .receive(current.id, &current.call, expected.as_deref());
             let arrived = Instant::now();
             let mut reply = match reply {
                 Ok(reply) => reply,
                 Err(LeaseError::Failed(e)) => {
-                    record.page_count = at.index + 1;
-                    log.absorb(e.log, bound);
-                    return Err(at.fail(record, e.failure.into()));
+                    walk.record.page_count = at.index + 1;
+                    walk.log.absorb(e.log, bound);
+                    return Err(at.fail(&mut walk.record, e.failure.into()));
                 }
                 Err(LeaseError::Retry(why)) => {
                     tracing::warn!("page {} runs again on another worker: {why}", at.index);
-                    waiting.push_back(unanswered(current.into_prepared(), true));
-                    waiting.extend(next.map(|n| unanswered(n.into_prepared(), false)));
-                    waiting.extend(held);
+                    walk.waiting
+                        .push_back(unanswered(current.into_prepared(), true));
+                    walk.waiting
+                        .extend(next.map(|n| unanswered(n.into_prepared(), false)));
+                    walk.waiting.extend(held);
                     return Ok(None);
                 }
             };
-            record.page_count = at.index + 1;
-            record.timings.call_ms += ms(arrived.duration_since(current.since));
-            record.timings.engine_ms += ms(reply.engine_time);
-            log.absorb(std::mem::take(&mut reply.log), bound);
+            walk.record.page_count = at.index + 1;
+            walk.record.timings.call_ms += ms(arrived.duration_since(current.since));
+            walk.record.timings.engine_ms += ms(reply.engine_time);
+            walk.log.absorb(std::mem::take(&mut reply.log), bound);
             let (eof, covered) = (current.page.eof, current.page.next_offset);
-            match self.settle_page(&reply, at, eof, covered, record)? {
-                Settled::Finished(produced) => return Ok(Some(produced)),
-                Settled::Next(new_state) => *state = new_state,
+            match self
+                .page_loop
+                .settle_page(&reply, at, eof, covered, &mut walk.record)?
+            {
+                Settled::Finished(output) => return Ok(Some(output)),
+                Settled::Next(new_state) => walk.state = new_state,
             }
             match (next, held) {
                 (Some(mut sent), _) => {
@@ -176,7 +185,7 @@ impl PageLoop<'_> {
                     current = sent;
                 }
                 (None, Some(held)) => {
-                    waiting.push_back(held);
+                    walk.waiting.push_back(held);
                     return Ok(None);
                 }
                 (None, None) => {
@@ -192,8 +201,7 @@ impl PageLoop<'_> {
     /// Sends a page on the lease: with `state`, or taking the state the worker keeps from the
     /// call `state_from`. The page comes back when it could not be sent.
     fn send(
-        &self,
-        lease: &mut Lease<'_>,
+        &mut self,
         prepared: Prepared,
         state: Option<&Value>,
         state_from: Option<u64>,
@@ -222,7 +230,7 @@ impl PageLoop<'_> {
         // What the pages before it left of the console bound is known here up to the page
         // before the one still running; the run's log keeps the same lines either way (see
         // `ConsoleLog::absorb`).
-        let call = self.page_call(
+        let call = self.page_loop.page_call(
             PagePayload {
                 meta: meta.into_bytes(),
                 records,
@@ -240,7 +248,7 @@ impl PageLoop<'_> {
             takes_kept_state: state_from.is_some(),
             since: Instant::now(),
         };
-        match lease.send(&sent.call) {
+        match self.lease.send(&sent.call) {
             Ok(id) => {
                 sent.id = id;
                 Ok(sent)

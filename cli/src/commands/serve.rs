@@ -40,7 +40,7 @@ pub struct ServeArgs {
     #[arg(long, value_name = "BYTES", default_value_t = DEFAULT_MAX_REQUEST_BYTES)]
     max_request_bytes: usize,
     #[command(flatten)]
-    sign: crate::receipt_cmd::SignArgs,
+    sign: crate::keys::SignArgs,
 }
 
 /// Runs the server until `shutdown` or the end of stdin.
@@ -49,7 +49,7 @@ pub struct ServeArgs {
 pub fn run(engine: Option<&str>, args: ServeArgs) -> ExitCode {
     let cwd = match std::env::current_dir() {
         Ok(d) => d,
-        Err(e) => return super::usage(&format!("cannot read the working directory: {e}")),
+        Err(e) => return crate::exit::usage(&format!("cannot read the working directory: {e}")),
     };
     let mut config = ServeConfig::new(cwd)
         .queue(args.queue)
@@ -58,12 +58,12 @@ pub fn run(engine: Option<&str>, args: ServeArgs) -> ExitCode {
         config = config.pool_size(n);
     }
     // Every step's receipt is signed when the server has a key, as for `runx skill`.
-    let keys = match crate::receipt_cmd::keys(&args.sign) {
+    let keys = match crate::keys::keys(&args.sign) {
         Ok(k) => k,
-        Err(e) => return super::usage(&e.message),
+        Err(e) => return crate::exit::usage(&e.message),
     };
     let runtime =
-        Arc::new(super::configured_runtime(engine, keys).with_pool_size(config.pool_size));
+        Arc::new(crate::launch::configured_runtime(engine, keys).with_pool_size(config.pool_size));
     tracing::info!(
         pool_size = config.pool_size,
         queue = config.queue,

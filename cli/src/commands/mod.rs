@@ -1,0 +1,8 @@
+//! One file per command, each with its own flags (uv keeps its commands so).
+
+pub mod bench;
+pub mod harness;
+pub mod inspect;
+pub mod receipt;
+pub mod serve;
+pub mod skill;

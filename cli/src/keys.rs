@@ -1,0 +1,61 @@
+//! Receipt keys on the command line (`--sign-key`, `--require-signed`) and in the
+//! environment, resolved before anything runs.
+
+use runx_receipts::{self as signing, KeyError, Signer, VerifyKey};
+use runx_runtime::{FailureKind, RunError};
+use std::path::PathBuf;
+
+/// How the receipts of a run are signed.
+#[derive(clap::Args, Clone, Debug, Default)]
+pub struct SignArgs {
+    /// Sign receipts with the key in FILE: `NAME=VALUE` lines for RUNX_RECEIPT_SIGN_KID,
+    /// RUNX_RECEIPT_SIGN_ED25519_SEED_BASE64 and RUNX_RECEIPT_SIGN_ISSUER_TYPE (mode 600).
+    /// Without it, those environment variables are read.
+    #[arg(long, value_name = "FILE")]
+    sign_key: Option<PathBuf>,
+    /// Refuse to run without a signing key (also RUNX_RECEIPT_REQUIRE_SIGNED=1).
+    #[arg(long)]
+    require_signed: bool,
+}
+
+/// The receipt keys of a run, resolved before anything runs.
+#[derive(Debug, Default)]
+pub struct Keys {
+    /// Signs every receipt.
+    pub signer: Option<Signer>,
+    /// Given to cli-tool children (else the signer's public half).
+    pub verify: Option<VerifyKey>,
+}
+
+/// Resolves the keys `args` and the environment configure. Half a key, a malformed value, or
+/// no key under `--require-signed` is a usage error; messages never quote a seed.
+pub fn keys(args: &SignArgs) -> Result<Keys, RunError> {
+    let signer = match &args.sign_key {
+        Some(file) => Some(Signer::from_file(file).map_err(|e| usage("signing_key", &e))?),
+        None => Signer::from_env().map_err(|e| usage("signing_key", &e))?,
+    };
+    let verify = VerifyKey::from_env().map_err(|e| usage("verification_key", &e))?;
+    let required = args.require_signed
+        || signing::require_signed_from_env().map_err(|e| usage("require_signed", &e))?;
+    if required && signer.is_none() {
+        return Err(RunError::new(
+            FailureKind::Usage,
+            "unsigned",
+            format!(
+                "signed receipts are required (--require-signed or {}) but no signing key is configured; set {}, {} and {}, or pass --sign-key FILE",
+                signing::REQUIRE_SIGNED_ENV,
+                signing::SIGN_KID_ENV,
+                signing::SIGN_SEED_ENV,
+                signing::SIGN_ISSUER_TYPE_ENV
+            ),
+        ));
+    }
+    if signer.is_some() {
+        signing::guard_process();
+    }
+    Ok(Keys { signer, verify })
+}
+
+fn usage(code: &str, e: &KeyError) -> RunError {
+    RunError::new(FailureKind::Usage, code, e.to_string())
+}

@@ -1,0 +1,196 @@
+//! The `runx_page` continuation loop of a paged javascript runner over an admitted
+//! `json_array` artifact.
+//!
+//! The artifact is admitted once ([`crate::artifact`]), framed into pages of whole records
+//! ([`crate::framing`]), and the export is called once per page with the state the previous
+//! page returned. A framing thread runs ahead of the calls: while the worker runs page N, the
+//! pages after it are scanned, validated, laid out for transport and hashed, up to
+//! [`LOOKAHEAD_BYTES`] of them (`queue`).
+//!
+//! - this module: admission, the framing thread and the two loops, start to end;
+//! - `page_loop`: what the loop holds for the whole run ([`PageLoop`]) and the steps of one
+//!   page (prepare, call, settle);
+//! - `send_ahead`: pages sent to a leased worker ahead of the reply before them;
+//! - `page`: a page on its way through the loop, and what the run gathers ([`Walk`]);
+//! - `snapshot_framer`, `queue`, `result`: framing while the snapshot is copied, the bounded
+//!   queue between the framing thread and the loop, a page's reply split and checked.
+
+mod page;
+mod page_loop;
+mod queue;
+mod result;
+mod send_ahead;
+mod snapshot_framer;
+
+use crate::artifact;
+use crate::failure::RunError;
+use crate::runner::module::Module;
+use crate::runner::step::{Produced, Provenance, Ran, RunContext, Step};
+use page::{Framed, Settled, Unanswered, Walk, ms};
+use page_loop::PageLoop;
+use queue::{ConsumerGuard, PageQueue};
+use runx_profile::{JsRunner, PageSource, PagesDecl, PathScope};
+use runx_receipts::{ArtifactProvenance, digest};
+use send_ahead::SendAhead;
+use serde_json::Value;
+use snapshot_framer::SnapshotFramer;
+use std::collections::VecDeque;
+use std::sync::mpsc::Sender;
+use std::time::Instant;
+
+/// Bytes of framed pages (record tables, metadata, and records copied for a worker without a
+/// descriptor channel) that may wait for their call. A page sent by descriptor weighs 8 bytes
+/// per record, about 3% of its span for records of 250 bytes, so this keeps over a hundred
+/// pages of 1 MiB ahead of the calls; see `queue` for why the framing thread refills it in
+/// bursts.
+const LOOKAHEAD_BYTES: usize = 4 * 1024 * 1024;
+
+/// Runs a paged runner: its module, admission, then the page loop.
+pub(crate) fn run(ctx: &RunContext<'_>, step: Step<'_>, js: &JsRunner, pages: &PagesDecl) -> Ran {
+    let mut provenance = Provenance::of(step.runner);
+    let result = Module::load(ctx, &step, js, &mut provenance)
+        .and_then(|module| admit_and_loop(ctx, step, js, pages, module, &mut provenance));
+    Ran { result, provenance }
+}
+
+fn admit_and_loop(
+    ctx: &RunContext<'_>,
+    step: Step<'_>,
+    js: &JsRunner,
+    pages: &PagesDecl,
+    module: Module,
+    provenance: &mut Provenance,
+) -> Result<Produced, RunError> {
+    let Step {
+        profile,
+        mut inputs,
+        environment,
+        workspace,
+        progress,
+        page_source,
+        ..
+    } = step;
+    // Input resolution checked the page inputs; their absence here would be a runtime bug.
+    let Some(PageSource { path, scope }) = page_source else {
+        return Err(RunError::internal(
+            "page_source",
+            "a paged run reached the page loop without its artifact path",
+        ));
+    };
+    // The module sees neither path input: the runtime owns the file.
+    inputs.remove(&pages.path_from);
+    inputs.remove(&pages.path_scope_from);
+    let root = match scope {
+        PathScope::Workspace => workspace.to_path_buf(),
+        PathScope::Skill => profile.dir.clone(),
+    };
+    let base_value = Value::Object(inputs);
+    provenance.input_digest = Some(digest(&base_value));
+    let base =
+        serde_json::to_vec(&base_value).map_err(|e| RunError::internal("encode", e.to_string()))?;
+    let started = Instant::now();
+    let artifact = artifact::admit(&path, &root, ctx.instance)?;
+    let mut walk = Walk {
+        record: ArtifactProvenance {
+            artifact_ref: artifact.artifact_ref.clone(),
+            whole_digest: artifact.whole_digest.clone(),
+            artifact_bytes: artifact.bytes,
+            media_type: pages.media_type.clone(),
+            ..ArtifactProvenance::default()
+        },
+        log: &mut provenance.log,
+        state: Value::Null,
+        waiting: VecDeque::new(),
+    };
+    walk.record.timings.admission_ms = ms(started.elapsed());
+    let page_loop = PageLoop {
+        pool: ctx.workers.pool(&module.engine)?,
+        cancel: ctx.cancel,
+        artifact: &artifact,
+        pages,
+        export: js.export.clone(),
+        module,
+        base,
+        environment,
+        progress,
+    };
+    let result = walk_pages(&page_loop, &mut walk);
+    let mut record = walk.record;
+    // No result leaves the run before the copy into the snapshot is whole and hashes to the
+    // digest every page carried (a run that ended early copies the rest now). A failed run
+    // produces nothing and keeps its own error.
+    let result = result.and_then(|output| match artifact.finish() {
+        Ok(()) => Ok(Produced { output }),
+        Err(e) => {
+            record.finished = false;
+            Err(e.into())
+        }
+    });
+    record.timings.wall_ms = ms(started.elapsed());
+    provenance.artifact = Some(record);
+    result
+}
+
+/// Frames pages on a second thread and calls the export once per page until `eof` or
+/// `done`; the output is what the last page returned beside `runx_page`.
+fn walk_pages(page_loop: &PageLoop<'_>, walk: &mut Walk<'_>) -> Result<Value, RunError> {
+    let mut framer = SnapshotFramer::new(page_loop.artifact, page_loop.cancel);
+    let queue = PageQueue::new(LOOKAHEAD_BYTES);
+    std::thread::scope(|s| {
+        // Record buffers come back after their call, so pages reuse memory instead of
+        // faulting in a fresh megabyte each.
+        let (give_back, spare_blobs) = std::sync::mpsc::channel::<Vec<u8>>();
+        let budget = page_loop.budget();
+        let queue = &queue;
+        s.spawn(move || {
+            let producer = queue.producer();
+            loop {
+                let started = Instant::now();
+                let next = framer
+                    .next_page(&budget)
+                    .map(|page| page.map(|page| page_loop.prepare(page, &spare_blobs)));
+                let last = !matches!(&next, Ok(Some(p)) if !p.page.eof);
+                let weight = match &next {
+                    Ok(Some(p)) => p.weight(),
+                    _ => 0,
+                };
+                if !producer.push((next, started.elapsed()), weight) || last {
+                    return;
+                }
+            }
+        });
+        call_pages(page_loop, &queue.consumer(), &give_back, walk)
+    })
+}
+
+/// The loop over framed pages, on the calling thread: pages go ahead on one leased worker
+/// while that works (`send_ahead`), then one call at a time through the pool.
+fn call_pages(
+    page_loop: &PageLoop<'_>,
+    framed: &ConsumerGuard<'_, Framed>,
+    give_back: &Sender<Vec<u8>>,
+    walk: &mut Walk<'_>,
+) -> Result<Value, RunError> {
+    if let Some(ahead) = SendAhead::lease(page_loop)
+        && let Some(output) = ahead.run(framed, walk)?
+    {
+        return Ok(output);
+    }
+    loop {
+        // A page lost once with a worker that ran it ahead has spent its one retry.
+        let (prepared, retry_if_lost) = match walk.waiting.pop_front() {
+            Some(Unanswered { page, lost_once }) => (
+                page.map_err(|u| u.into_error(&mut walk.record))?,
+                !lost_once,
+            ),
+            None => (page_loop.next_prepared(framed, &mut walk.record)?, true),
+        };
+        let at = page::At::of(&prepared.page);
+        let (eof, covered) = (prepared.page.eof, prepared.page.next_offset);
+        let reply = page_loop.call_page(prepared, retry_if_lost, give_back, walk)?;
+        match page_loop.settle_page(&reply, at, eof, covered, &mut walk.record)? {
+            Settled::Finished(output) => return Ok(output),
+            Settled::Next(next) => walk.state = next,
+        }
+    }
+}

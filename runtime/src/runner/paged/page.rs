@@ -1,0 +1,120 @@
+//! A page on its way through the loop, and what a paged run gathers as its pages go.
+
+use crate::failure::RunError;
+use crate::framing::{FramingError, Page};
+use runx_receipts::ArtifactProvenance;
+use runx_worker::engine::ConsoleLog;
+use runx_worker::process::PageRecords;
+use serde_json::Value;
+use std::collections::VecDeque;
+use std::time::Duration;
+
+/// Milliseconds, as the receipt's timings count them.
+pub(super) fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1000.0
+}
+
+/// A page framed and hashed, waiting for the state of the page before it.
+pub(super) struct Prepared {
+    pub page: Page,
+    pub meta_prefix: String,
+    pub records: PageRecords,
+}
+
+impl Prepared {
+    /// The memory it holds while it waits, in bytes.
+    pub(super) fn weight(&self) -> usize {
+        let records = match &self.records {
+            PageRecords::Inline { ends, blob } => 4 * ends.len() + blob.len(),
+            PageRecords::Range { spans, .. } => 8 * spans.len(),
+        };
+        std::mem::size_of::<Prepared>() + self.meta_prefix.len() + records
+    }
+}
+
+/// What the framing thread hands the loop: the next page (or why there is none) and the
+/// time it took (the copy into the snapshot that framing waited for included).
+pub(super) type Framed = (Result<Option<Prepared>, Unframed>, Duration);
+
+/// Why the framer gave no page. A framing error is kept as it came until the loop reaches
+/// it: a run that ends before (`done`) does not record it.
+pub(super) enum Unframed {
+    Framing(FramingError),
+    Run(RunError),
+}
+
+impl Unframed {
+    /// The run's error, recording where framing failed.
+    pub(super) fn into_error(self, record: &mut ArtifactProvenance) -> RunError {
+        match self {
+            Unframed::Framing(e) => framing_failed(e, record),
+            Unframed::Run(e) => e,
+        }
+    }
+}
+
+/// A page taken from the framer that the one-call-at-a-time loop must run (or the reason
+/// there is none), in order.
+pub(super) struct Unanswered {
+    pub page: Result<Prepared, Unframed>,
+    /// The page was running when its worker was lost.
+    pub lost_once: bool,
+}
+
+/// How a page's reply leaves the run.
+pub(super) enum Settled {
+    /// The run ends with this output (what the module returned beside `runx_page`).
+    Finished(Value),
+    /// The run goes on with this state.
+    Next(Value),
+}
+
+/// Where a page failed, for the error message and the receipt.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct At {
+    pub index: u32,
+    pub offset: u64,
+}
+
+impl At {
+    pub(super) fn fail(self, record: &mut ArtifactProvenance, e: RunError) -> RunError {
+        record.failed_page_index = Some(self.index);
+        record.failed_offset = Some(self.offset);
+        e.context(format_args!(
+            "page {} (byte offset {})",
+            self.index, self.offset
+        ))
+    }
+}
+
+impl At {
+    /// Where `page` starts.
+    pub(super) fn of(page: &Page) -> At {
+        At {
+            index: page.index,
+            offset: page.offset,
+        }
+    }
+}
+
+/// What a paged run gathers as its pages go, carried from call to call as one value: the
+/// record its receipt keeps, its console log, the state for the next page, and the pages the
+/// one-call-at-a-time loop still owes.
+pub(super) struct Walk<'r> {
+    pub record: ArtifactProvenance,
+    pub log: &'r mut ConsoleLog,
+    pub state: Value,
+    pub waiting: VecDeque<Unanswered>,
+}
+
+/// An offset within one page (pages span at most 4 MiB of records, so it fits).
+pub(super) fn span(offset: usize) -> u32 {
+    u32::try_from(offset).unwrap_or(u32::MAX)
+}
+
+/// The failure for an artifact that cannot be framed, recording where.
+pub(super) fn framing_failed(e: FramingError, record: &mut ArtifactProvenance) -> RunError {
+    record.failed_page_index = e.page_index();
+    record.failed_offset = Some(e.offset());
+    e.into()
+}

@@ -1,0 +1,262 @@
+//! What the page loop holds for the whole run, and the steps every page takes through it:
+//! laid out for transport and hashed, called, and its reply settled.
+
+use super::page::{At, Framed, Prepared, Settled, Unframed, Walk, ms, span};
+use super::queue::ConsumerGuard;
+use super::result::page_result;
+use crate::artifact::Artifact;
+use crate::failure::{FailureKind, RunError};
+use crate::framing::{Page, PageBudget};
+use crate::progress::{PageProgress, ProgressSink};
+use crate::runner::module::Module;
+use runx_profile::{PAGE_COUNT, PagesDecl, STATE_BYTES};
+use runx_receipts::{ArtifactProvenance, sha256_hex};
+use runx_worker::cancel::CancelToken;
+use runx_worker::engine::ConsoleLog;
+use runx_worker::limits::Limits;
+use runx_worker::pool::Pool;
+use runx_worker::process::{Call, PagePayload, PageRecords, Reply};
+use runx_worker::protocol::ByteRange;
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::sync::mpsc::{Receiver, Sender};
+use std::time::Instant;
+
+/// Room kept in each call's input for the page metadata (everything but state and records).
+const META_RESERVE: usize = 16 * 1024;
+/// Bytes of offset table per record in the transport.
+const PER_RECORD_OVERHEAD: usize = 4;
+
+/// Everything the loop needs that does not change from page to page.
+pub(super) struct PageLoop<'a> {
+    pub pool: &'a Pool,
+    pub cancel: &'a CancelToken,
+    pub artifact: &'a Artifact,
+    pub pages: &'a PagesDecl,
+    pub export: Option<String>,
+    pub module: Module,
+    /// The input object without the path inputs, encoded once.
+    pub base: Vec<u8>,
+    pub environment: BTreeMap<String, String>,
+    pub progress: Option<&'a ProgressSink>,
+}
+
+impl PageLoop<'_> {
+    /// The next framed page, or why there is none.
+    pub(super) fn next_prepared(
+        &self,
+        framed: &ConsumerGuard<'_, Framed>,
+        record: &mut ArtifactProvenance,
+    ) -> Result<Prepared, RunError> {
+        self.next_framed(framed, record)
+            .map_err(|u| u.into_error(record))
+    }
+
+    /// The next framed page, or why there is none, not yet recorded as the run's failure.
+    pub(super) fn next_framed(
+        &self,
+        framed: &ConsumerGuard<'_, Framed>,
+        record: &mut ArtifactProvenance,
+    ) -> Result<Prepared, Unframed> {
+        let Some((next, took)) = framed.pop() else {
+            return Err(Unframed::Run(RunError::internal(
+                "framing_thread",
+                "the framing thread stopped without a final page",
+            )));
+        };
+        record.timings.framing_ms += ms(took);
+        match next {
+            Ok(Some(p)) => Ok(p),
+            Ok(None) => Err(Unframed::Run(RunError::new(
+                FailureKind::Page,
+                "no_final_page",
+                "the artifact ended without a final page",
+            ))),
+            Err(unframed) => Err(unframed),
+        }
+    }
+
+    /// Checks a page's reply: the run ends with it (eof or `done`) or goes on with its state.
+    pub(super) fn settle_page(
+        &self,
+        reply: &Reply,
+        at: At,
+        eof: bool,
+        covered: u64,
+        record: &mut ArtifactProvenance,
+    ) -> Result<Settled, RunError> {
+        let result_started = Instant::now();
+        let (state, done, rest) = page_result(reply, eof).map_err(|e| at.fail(record, e))?;
+        record.timings.result_ms += ms(result_started.elapsed());
+        if let Some(p) = self.progress {
+            p.report(&PageProgress {
+                pages: at.index + 1,
+                bytes: covered,
+                total_bytes: self.artifact.bytes,
+            });
+        }
+        if eof || done {
+            record.finished = true;
+            return Ok(Settled::Finished(Value::Object(rest)));
+        }
+        Ok(Settled::Next(state))
+    }
+
+    /// Calls the export with one page and the prior state; a page whose worker is lost runs
+    /// once more elsewhere if `retry_if_lost`.
+    pub(super) fn call_page(
+        &self,
+        prepared: Prepared,
+        retry_if_lost: bool,
+        give_back: &Sender<Vec<u8>>,
+        walk: &mut Walk<'_>,
+    ) -> Result<Reply, RunError> {
+        let at = At::of(&prepared.page);
+        if u64::from(at.index) >= PAGE_COUNT.max {
+            let e = RunError::limit(
+                &PAGE_COUNT,
+                format!(
+                    "a run may deliver at most {} pages; use larger page_bytes",
+                    PAGE_COUNT.max
+                ),
+            );
+            return Err(at.fail(&mut walk.record, e));
+        }
+        let state_json = serde_json::to_string(&walk.state)
+            .map_err(|e| RunError::internal("encode", e.to_string()))?;
+        let mut meta = prepared.meta_prefix;
+        meta.push_str(&state_json);
+        meta.push('}');
+        let bound = self.module.limits.log_bytes;
+        let mut call = self.page_call(
+            PagePayload {
+                meta: meta.into_bytes(),
+                records: prepared.records,
+                keep_state: false,
+                state_from: None,
+            },
+            walk.log,
+            retry_if_lost,
+        );
+        let started = Instant::now();
+        let reply = self.pool.call_cancellable(&call, self.cancel);
+        let took = started.elapsed();
+        if let Some(PagePayload {
+            records: PageRecords::Inline { blob, .. },
+            ..
+        }) = call.page.take()
+        {
+            let _ = give_back.send(blob);
+        }
+        walk.record.page_count = at.index + 1;
+        match reply {
+            Ok(mut r) => {
+                walk.record.timings.call_ms += ms(took);
+                walk.record.timings.engine_ms += ms(r.engine_time);
+                walk.log.absorb(std::mem::take(&mut r.log), bound);
+                Ok(r)
+            }
+            Err(e) => {
+                walk.log.absorb(e.log, bound);
+                Err(at.fail(&mut walk.record, e.failure.into()))
+            }
+        }
+    }
+
+    /// A call of the export with `page`. One console bound serves the whole run: a page may
+    /// log only what the pages before it (as far as `log` holds them) left, and nothing once
+    /// the log is full (its bytes are still counted).
+    pub(super) fn page_call(&self, page: PagePayload, log: &ConsoleLog, idempotent: bool) -> Call {
+        Call {
+            bundle: self.module.bundle.clone(),
+            bundle_digest: self.module.digest.clone(),
+            export: self.export.clone(),
+            input: self.base.clone(),
+            page: Some(page),
+            environment: self.environment.clone(),
+            limits: Limits {
+                log_bytes: log.remaining(self.module.limits.log_bytes),
+                ..self.module.limits
+            },
+            idempotent,
+        }
+    }
+
+    /// What one page may hold: the declared page size, and what is left of the worker's input
+    /// limit once the base inputs, the page metadata and the largest state are accounted for.
+    pub(super) fn budget(&self) -> PageBudget {
+        let state_room = usize::try_from(STATE_BYTES.max).unwrap_or(usize::MAX);
+        PageBudget {
+            page_bytes: self.pages.page_bytes,
+            payload_bytes: self
+                .module
+                .limits
+                .input_bytes
+                .saturating_sub(self.base.len() + META_RESERVE + state_room),
+            per_record_overhead: PER_RECORD_OVERHEAD,
+        }
+    }
+
+    /// Lays a page's records out for the worker and hashes its byte range; the range of the map
+    /// is then released, since this process does not read it again.
+    pub(super) fn prepare(&self, mut page: Page, spare_blobs: &Receiver<Vec<u8>>) -> Prepared {
+        // The written part of the snapshot: the page was framed from it, and the range digest
+        // below slices it, so no range sent to the worker reaches unwritten bytes.
+        let data = self.artifact.data();
+        let records = match (self.artifact.read_only(), &page.records[..]) {
+            // The worker reads the span from the first record to the last from the snapshot
+            // itself: no copy here, none through the pipe.
+            (Some(file), [first, .., last]) | (Some(file), [first @ last]) => {
+                let base = first.start;
+                PageRecords::Range {
+                    file: file.clone(),
+                    range: ByteRange {
+                        offset: base as u64,
+                        len: (last.end - base) as u64,
+                    },
+                    spans: page
+                        .records
+                        .iter()
+                        .map(|r| (span(r.start - base), span(r.end - base)))
+                        .collect(),
+                }
+            }
+            _ => {
+                let mut blob = spare_blobs.try_recv().unwrap_or_default();
+                blob.clear();
+                blob.reserve(page.record_bytes());
+                let mut ends = Vec::with_capacity(page.records.len());
+                for r in &page.records {
+                    blob.extend_from_slice(&data[r.clone()]);
+                    ends.push(span(blob.len()));
+                }
+                PageRecords::Inline { ends, blob }
+            }
+        };
+        let (start, end) = (page.offset as usize, page.next_offset as usize);
+        let head = serde_json::json!({
+            "artifact_ref": self.artifact.artifact_ref,
+            "media_type": self.pages.media_type,
+            "whole_digest": self.artifact.whole_digest,
+            "artifact_bytes": self.artifact.bytes,
+            "page_index": page.index,
+            "offset": page.offset,
+            "length": page.length(),
+            "next_offset": page.next_offset,
+            "eof": page.eof,
+            "range_digest": sha256_hex(&data[start..end]),
+        });
+        self.artifact.release(start, end);
+        // The records now live in their transport layout; the page keeps only its position
+        // while it waits in the lookahead.
+        page.records = Vec::new();
+        let mut meta_prefix = head.to_string();
+        meta_prefix.pop(); // the closing brace; `"state": …}` follows
+        meta_prefix.push_str(",\"state\":");
+        Prepared {
+            page,
+            meta_prefix,
+            records,
+        }
+    }
+}
