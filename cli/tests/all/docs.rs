@@ -145,7 +145,10 @@ fn the_book_lists_every_page_and_every_link_leads_somewhere() {
 #[test]
 fn the_readme_stays_short() {
     let lines = read("README.md").lines().count();
-    assert!(lines <= 200, "README.md has {lines} lines; the manual is docs/src/");
+    assert!(
+        lines <= 200,
+        "README.md has {lines} lines; the manual is docs/src/"
+    );
 }
 
 /// A code block marked runnable.
@@ -389,7 +392,10 @@ fn every_runnable_block_runs() {
 #[test]
 fn a_console_line_matches_with_ellipses() {
     assert!(line_matches("PASS a (… ms)", "PASS a (25 ms)"));
-    assert!(line_matches("{…\"total\":10}…", "{\"labels\":[],\"total\":10}"));
+    assert!(line_matches(
+        "{…\"total\":10}…",
+        "{\"labels\":[],\"total\":10}"
+    ));
     assert!(!line_matches("PASS a (… ms)", "FAIL a (25 ms)"));
     assert!(!line_matches("a…a", "a"));
     assert!(line_matches("exact", "exact"));
