@@ -1,7 +1,7 @@
 //! Comparing a run's outcome with what its case expects; the first difference, with its JSON
 //! path.
 
-use crate::fixture::{Case, Expect, ExpectStatus};
+use crate::fixture::{Case, ErrorExpect, Expect, ExpectStatus};
 use runx_runtime::RunOutcome;
 use serde::Serialize;
 use serde_json::Value;
@@ -63,80 +63,88 @@ pub fn check_case(case: &Case, outcome: &RunOutcome) -> Option<Mismatch> {
     })
 }
 
-/// Compares an outcome with a case's expectation; the first difference, if any.
+/// Compares an outcome with a case's expectation; the first difference, if any, in the
+/// order status, output, error, receipt, graph steps.
 pub fn check(expect: &Expect, outcome: &RunOutcome) -> Option<Mismatch> {
-    let want = expect.status();
+    check_status(expect.status(), outcome)
+        .or_else(|| {
+            let out = expect.output.as_ref()?;
+            let actual = outcome.output().cloned().unwrap_or(Value::Null);
+            let exact = out.exact.as_ref();
+            exact
+                .and_then(|v| match_exact(v, &actual, "$.output"))
+                .or_else(|| {
+                    let subset = out.subset.as_ref()?;
+                    match_subset(subset, &actual, "$.output")
+                })
+        })
+        .or_else(|| check_error(expect.error.as_ref()?, outcome))
+        .or_else(|| check_receipt(expect.receipt.as_ref()?, outcome))
+        .or_else(|| check_graph(expect))
+}
+
+/// The status the case expects against the status the run ended with.
+fn check_status(want: ExpectStatus, outcome: &RunOutcome) -> Option<Mismatch> {
     let got = outcome.status();
-    if want.name() != got.name() {
-        let detail = match outcome.error() {
-            Some(e) => format!(" ({e})"),
-            None => String::new(),
-        };
-        let only_graphs = match want {
-            ExpectStatus::Sealed | ExpectStatus::Failure => "",
-            _ => {
-                "; javascript and cli-tool runs end sealed or failure, this status comes from graph and agent runs"
-            }
-        };
-        return Some(Mismatch {
-            path: "$.status".to_string(),
-            expected: Value::from(want.name()),
-            actual: Value::from(got.name()),
-            message: format!(
-                "expected the run to be {}, it was {got}{detail}{only_graphs}",
-                want.name()
-            ),
-        });
+    if want.name() == got.name() {
+        return None;
     }
-    if let Some(out) = &expect.output {
-        let actual = outcome.output().cloned().unwrap_or(Value::Null);
-        if let Some(v) = &out.exact
-            && let Some(m) = match_exact(v, &actual, "$.output")
-        {
-            return Some(m);
+    let detail = match outcome.error() {
+        Some(e) => format!(" ({e})"),
+        None => String::new(),
+    };
+    let only_graphs = match want {
+        ExpectStatus::Sealed | ExpectStatus::Failure => "",
+        _ => {
+            "; javascript and cli-tool runs end sealed or failure, this status comes from graph and agent runs"
         }
-        if let Some(v) = &out.subset
-            && let Some(m) = match_subset(v, &actual, "$.output")
-        {
-            return Some(m);
+    };
+    Some(Mismatch {
+        path: "$.status".to_string(),
+        expected: Value::from(want.name()),
+        actual: Value::from(got.name()),
+        message: format!(
+            "expected the run to be {}, it was {got}{detail}{only_graphs}",
+            want.name()
+        ),
+    })
+}
+
+/// The failure the case expects (kind, code, a part of the message) against the run's.
+fn check_error(err: &ErrorExpect, outcome: &RunOutcome) -> Option<Mismatch> {
+    let actual = outcome.error();
+    let field = |name: &str, want: &Option<String>, got: Option<&str>| {
+        let want = want.as_deref()?;
+        if got == Some(want) {
+            return None;
         }
-    }
-    if let Some(err) = &expect.error {
-        let actual = outcome.error();
-        let field = |name: &str, want: &Option<String>, got: Option<&str>| {
-            let want = want.as_deref()?;
-            if got == Some(want) {
-                return None;
-            }
-            Some(Mismatch {
-                path: format!("$.error.{name}"),
-                expected: Value::from(want),
-                actual: got.map_or(Value::Null, Value::from),
-                message: format!("the failure {name} differs"),
-            })
-        };
-        if let Some(m) = field("kind", &err.kind, actual.map(|e| e.kind.name()))
-            .or_else(|| field("code", &err.code, actual.map(|e| e.code.as_str())))
-        {
-            return Some(m);
-        }
-        if let Some(want) = &err.message_contains {
-            let got = actual.map(|e| e.message.as_str());
-            if !got.is_some_and(|g| g.contains(want.as_str())) {
-                return Some(Mismatch {
-                    path: "$.error.message".to_string(),
-                    expected: Value::from(want.as_str()),
-                    actual: got.map_or(Value::Null, Value::from),
-                    message: format!("the failure message does not contain `{want}`"),
-                });
-            }
-        }
-    }
-    if let Some(receipt) = &expect.receipt
-        && let Some(m) = check_receipt(receipt, outcome)
+        Some(Mismatch {
+            path: format!("$.error.{name}"),
+            expected: Value::from(want),
+            actual: got.map_or(Value::Null, Value::from),
+            message: format!("the failure {name} differs"),
+        })
+    };
+    if let Some(m) = field("kind", &err.kind, actual.map(|e| e.kind.name()))
+        .or_else(|| field("code", &err.code, actual.map(|e| e.code.as_str())))
     {
         return Some(m);
     }
+    let want = err.message_contains.as_ref()?;
+    let got = actual.map(|e| e.message.as_str());
+    if got.is_some_and(|g| g.contains(want.as_str())) {
+        return None;
+    }
+    Some(Mismatch {
+        path: "$.error.message".to_string(),
+        expected: Value::from(want.as_str()),
+        actual: got.map_or(Value::Null, Value::from),
+        message: format!("the failure message does not contain `{want}`"),
+    })
+}
+
+/// Graph steps and step outputs, which no javascript or cli-tool run has.
+fn check_graph(expect: &Expect) -> Option<Mismatch> {
     if let Some(steps) = expect.steps.as_ref().filter(|s| !s.is_empty()) {
         return Some(Mismatch {
             path: "$.steps".to_string(),
@@ -145,16 +153,14 @@ pub fn check(expect: &Expect, outcome: &RunOutcome) -> Option<Mismatch> {
             message: "a javascript or cli-tool run has no graph steps".to_string(),
         });
     }
-    if let Some(step_outputs) = &expect.step_outputs {
-        return Some(Mismatch {
-            path: "$.step_outputs".to_string(),
-            expected: Value::Object(step_outputs.clone()),
-            actual: Value::Null,
-            message: "only a graph run has step outputs; this run is a javascript or cli-tool run"
-                .to_string(),
-        });
-    }
-    None
+    let step_outputs = expect.step_outputs.as_ref()?;
+    Some(Mismatch {
+        path: "$.step_outputs".to_string(),
+        expected: Value::Object(step_outputs.clone()),
+        actual: Value::Null,
+        message: "only a graph run has step outputs; this run is a javascript or cli-tool run"
+            .to_string(),
+    })
 }
 
 /// Compares the receipt as written with the expected subset; a key runx receipts never have is

@@ -240,17 +240,31 @@ pub fn run_suites_with(
             }
             cases.push(result);
         }
-        package.status = if package.failed > 0 {
-            PackageStatus::Failed
-        } else if package.passed > 0 {
-            PackageStatus::Passed
-        } else if package.skipped > 0 {
-            PackageStatus::Skipped
-        } else {
-            PackageStatus::NotDeclared
-        };
+        package.status = package_status(&package);
         packages.push(package);
     }
+    report(cases, packages, errors)
+}
+
+/// A package's status from the verdicts of its cases.
+fn package_status(package: &PackageResult) -> PackageStatus {
+    if package.failed > 0 {
+        PackageStatus::Failed
+    } else if package.passed > 0 {
+        PackageStatus::Passed
+    } else if package.skipped > 0 {
+        PackageStatus::Skipped
+    } else {
+        PackageStatus::NotDeclared
+    }
+}
+
+/// The report of a whole harness run from its cases, packages and broken packages.
+fn report(
+    cases: Vec<CaseResult>,
+    packages: Vec<PackageResult>,
+    errors: Vec<PackageFailure>,
+) -> Report {
     let count = |v: CaseVerdict| cases.iter().filter(|c| c.outcome == v).count();
     let (passed, skipped) = (count(CaseVerdict::Passed), count(CaseVerdict::Skipped));
     let failures: Vec<CaseFailure> = cases

@@ -24,7 +24,7 @@ use crate::framing::Page;
 use runx_profile::PAGE_COUNT;
 use runx_worker::engine::ConsoleLog;
 use runx_worker::pool::{Lease, LeaseError};
-use runx_worker::process::{Call, PagePayload, PageRecords};
+use runx_worker::process::{Call, PagePayload, PageRecords, Reply};
 use serde_json::Value;
 use std::time::Instant;
 
@@ -61,6 +61,16 @@ impl Sent {
             records,
         }
     }
+}
+
+/// What follows a page sent ahead.
+enum Following {
+    /// The page after it, sent.
+    Sent(Sent),
+    /// The page after it (or why there is none), for the other loop.
+    Held(Unanswered),
+    /// Nothing: the page is the last.
+    Last,
 }
 
 /// A page for the other loop.
@@ -114,63 +124,27 @@ impl<'l, 'a> SendAhead<'l, 'a> {
             let at = current.at();
             // The page after this one goes now, unless this one is the last or the next one
             // must wait (it cannot be sent, or the framer failed).
-            let mut next = None;
-            let mut held = None;
-            if !current.page.eof {
-                held = match self.page_loop.next_framed(framed, &mut walk.record) {
-                    Ok(p) if u64::from(p.page.index) < PAGE_COUNT.max => {
-                        match self.send(p, None, Some(current.id), walk.log) {
-                            Ok(sent) => {
-                                next = Some(sent);
-                                None
-                            }
-                            Err(unsent) => {
-                                let (p, why) = *unsent;
-                                tracing::debug!("page {} is not sent ahead: {why}", p.page.index);
-                                Some(unanswered(p, false))
-                            }
-                        }
-                    }
-                    other => Some(Unanswered {
-                        page: other,
-                        lost_once: false,
-                    }),
-                };
-            }
-            let bound = self.page_loop.module.limits.log_bytes;
-            // A page that took the worker's kept state must name the state the host holds.
-            let expected = current
-                .takes_kept_state
-                .then(|| digest_of(&walk.state))
-                .flatten();
-            if current.takes_kept_state && expected.is_none() {
-                return Err(RunError::internal("encode", "the state cannot be encoded"));
-            }
-            let reply = self
-                .lease
-                .receive(current.id, &current.call, expected.as_deref());
-            let arrived = Instant::now();
-            let mut reply = match reply {
-                Ok(reply) => reply,
-                Err(LeaseError::Failed(e)) => {
-                    walk.record.page_count = at.index + 1;
-                    walk.log.absorb(e.log, bound);
-                    return Err(at.fail(&mut walk.record, e.failure.into()));
-                }
-                Err(LeaseError::Retry(why)) => {
+            let following = if current.page.eof {
+                Following::Last
+            } else {
+                self.follow(&current, framed, walk)
+            };
+            let (reply, arrived) = match self.receive(&current, walk)? {
+                Ok(received) => received,
+                Err(why) => {
                     tracing::warn!("page {} runs again on another worker: {why}", at.index);
                     walk.waiting
                         .push_back(unanswered(current.into_prepared(), true));
-                    walk.waiting
-                        .extend(next.map(|n| unanswered(n.into_prepared(), false)));
-                    walk.waiting.extend(held);
+                    match following {
+                        Following::Sent(next) => walk
+                            .waiting
+                            .push_back(unanswered(next.into_prepared(), false)),
+                        Following::Held(held) => walk.waiting.push_back(held),
+                        Following::Last => {}
+                    }
                     return Ok(None);
                 }
             };
-            walk.record.page_count = at.index + 1;
-            walk.record.timings.call_ms += ms(arrived.duration_since(current.since));
-            walk.record.timings.engine_ms += ms(reply.engine_time);
-            walk.log.absorb(std::mem::take(&mut reply.log), bound);
             let (eof, covered) = (current.page.eof, current.page.next_offset);
             match self
                 .page_loop
@@ -179,16 +153,16 @@ impl<'l, 'a> SendAhead<'l, 'a> {
                 Settled::Finished(output) => return Ok(Some(output)),
                 Settled::Next(new_state) => walk.state = new_state,
             }
-            match (next, held) {
-                (Some(mut sent), _) => {
+            match following {
+                Following::Sent(mut sent) => {
                     sent.since = arrived;
                     current = sent;
                 }
-                (None, Some(held)) => {
+                Following::Held(held) => {
                     walk.waiting.push_back(held);
                     return Ok(None);
                 }
-                (None, None) => {
+                Following::Last => {
                     return Err(RunError::internal(
                         "page_ahead",
                         "a page that was not the last had no page after it",
@@ -196,6 +170,70 @@ impl<'l, 'a> SendAhead<'l, 'a> {
                 }
             }
         }
+    }
+
+    /// The page after `current`: sent on the lease to take the state the worker keeps from
+    /// `current`, or held for the other loop when it cannot be sent or the framer failed.
+    fn follow(
+        &mut self,
+        current: &Sent,
+        framed: &ConsumerGuard<'_, Framed>,
+        walk: &mut Walk<'_>,
+    ) -> Following {
+        match self.page_loop.next_framed(framed, &mut walk.record) {
+            Ok(p) if u64::from(p.page.index) < PAGE_COUNT.max => {
+                match self.send(p, None, Some(current.id), walk.log) {
+                    Ok(sent) => Following::Sent(sent),
+                    Err(unsent) => {
+                        let (p, why) = *unsent;
+                        tracing::debug!("page {} is not sent ahead: {why}", p.page.index);
+                        Following::Held(unanswered(p, false))
+                    }
+                }
+            }
+            other => Following::Held(Unanswered {
+                page: other,
+                lost_once: false,
+            }),
+        }
+    }
+
+    /// Reads the reply to `current` and records its call: the reply and when it arrived, or
+    /// why the page must run again elsewhere (its worker was lost). A failure of the page
+    /// itself ends the run.
+    fn receive(
+        &mut self,
+        current: &Sent,
+        walk: &mut Walk<'_>,
+    ) -> Result<Result<(Reply, Instant), String>, RunError> {
+        let at = current.at();
+        let bound = self.page_loop.module.limits.log_bytes;
+        // A page that took the worker's kept state must name the state the host holds.
+        let expected = current
+            .takes_kept_state
+            .then(|| digest_of(&walk.state))
+            .flatten();
+        if current.takes_kept_state && expected.is_none() {
+            return Err(RunError::internal("encode", "the state cannot be encoded"));
+        }
+        let reply = self
+            .lease
+            .receive(current.id, &current.call, expected.as_deref());
+        let arrived = Instant::now();
+        let mut reply = match reply {
+            Ok(reply) => reply,
+            Err(LeaseError::Failed(e)) => {
+                walk.record.page_count = at.index + 1;
+                walk.log.absorb(e.log, bound);
+                return Err(at.fail(&mut walk.record, e.failure.into()));
+            }
+            Err(LeaseError::Retry(why)) => return Ok(Err(why)),
+        };
+        walk.record.page_count = at.index + 1;
+        walk.record.timings.call_ms += ms(arrived.duration_since(current.since));
+        walk.record.timings.engine_ms += ms(reply.engine_time);
+        walk.log.absorb(std::mem::take(&mut reply.log), bound);
+        Ok(Ok((reply, arrived)))
     }
 
     /// Sends a page on the lease: with `state`, or taking the state the worker keeps from the
