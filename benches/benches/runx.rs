@@ -11,7 +11,7 @@
 
 use runx_profile::STATE_BYTES;
 use runx_runtime::Runtime;
-use runx_runtime::framing::{Framer, PageBudget};
+use runx_runtime::{Framer, PageBudget};
 use runx_worker::bundle::ModuleBundle;
 use runx_worker::engine::{Engine, EngineCall, PageInput, spans_of_ends};
 use runx_worker::limits::Limits;

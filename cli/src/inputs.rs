@@ -133,7 +133,7 @@ pub(crate) fn read_inputs(
             "mixed_inputs",
             "use either --inputs or -i/--input/--input-json KEY=VALUE, not both",
         )),
-        (Some(src), true) if src == "-" => Ok(read_object(&mut std::io::stdin().lock(), "stdin")?),
+        (Some("-"), true) => Ok(read_object(&mut std::io::stdin().lock(), "stdin")?),
         (Some(file), true) => {
             let root = inputs_root(file)?;
             Ok(read_object_file(&root, file)?)

@@ -28,6 +28,7 @@ const MAX_SCHEMA_ERRORS: usize = 3;
 /// The check a receipt failed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum Check {
     /// The file cannot be read (missing, not a regular file, too large, a symbolic link in a
     /// directory).

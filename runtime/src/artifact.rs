@@ -343,7 +343,10 @@ impl Filler {
     }
 }
 
-#[allow(unsafe_code)]
+#[allow(
+    unsafe_code,
+    reason = "a slice of the written part of a shared map; see SAFETY"
+)]
 fn filled_bytes(map: &memmap2::MmapRaw, len: usize) -> &[u8] {
     let len = len.min(map.len());
     // SAFETY: the map is a read-only shared mapping of the snapshot, `map.len()` bytes long
@@ -355,7 +358,10 @@ fn filled_bytes(map: &memmap2::MmapRaw, len: usize) -> &[u8] {
     unsafe { std::slice::from_raw_parts(map.as_ptr(), len) }
 }
 
-#[allow(unsafe_code)]
+#[allow(
+    unsafe_code,
+    reason = "madvise on a range of a read-only map; see SAFETY"
+)]
 fn release_range(map: &memmap2::MmapRaw, offset: usize, len: usize) {
     // SAFETY: the map is a read-only shared mapping of the snapshot file, and the range lies
     // in its written part, which no one writes again. MADV_DONTNEED only drops this process's

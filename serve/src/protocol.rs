@@ -14,6 +14,7 @@ use std::path::PathBuf;
 
 /// The JSON-RPC error codes of the step server.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum ErrorCode {
     /// -32700: the line is not JSON.
     ParseError,
@@ -92,6 +93,7 @@ pub struct Request {
 
 /// The methods, with their parameters.
 #[derive(Debug)]
+#[non_exhaustive]
 pub enum Method {
     /// Run one runner of a package.
     Run(RunParams),

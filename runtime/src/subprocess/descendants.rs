@@ -82,7 +82,10 @@ impl Descendants {
             // SAFETY: runs in the child between fork and exec; it makes one `write` system
             // call on a descriptor the parent keeps open until the spawn returns, and reads
             // errno. Nothing is allocated.
-            #[allow(unsafe_code)]
+            #[allow(
+                unsafe_code,
+                reason = "pre_exec joins the cgroup between fork and exec"
+            )]
             unsafe {
                 command.pre_exec(move || {
                     let written = nix::libc::write(fd, b"0".as_ptr().cast(), 1);

@@ -65,8 +65,8 @@ impl Sent {
 
 /// What follows a page sent ahead.
 enum Following {
-    /// The page after it, sent.
-    Sent(Sent),
+    /// The page after it, sent (boxed: a sent page is ten times the size of the others).
+    Sent(Box<Sent>),
     /// The page after it (or why there is none), for the other loop.
     Held(Unanswered),
     /// Nothing: the page is the last.
@@ -156,7 +156,7 @@ impl<'l, 'a> SendAhead<'l, 'a> {
             match following {
                 Following::Sent(mut sent) => {
                     sent.since = arrived;
-                    current = sent;
+                    current = *sent;
                 }
                 Following::Held(held) => {
                     walk.waiting.push_back(held);
@@ -183,7 +183,7 @@ impl<'l, 'a> SendAhead<'l, 'a> {
         match self.page_loop.next_framed(framed, &mut walk.record) {
             Ok(p) if u64::from(p.page.index) < PAGE_COUNT.max => {
                 match self.send(p, None, Some(current.id), walk.log) {
-                    Ok(sent) => Following::Sent(sent),
+                    Ok(sent) => Following::Sent(Box::new(sent)),
                     Err(unsent) => {
                         let (p, why) = *unsent;
                         tracing::debug!("page {} is not sent ahead: {why}", p.page.index);

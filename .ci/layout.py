@@ -1,10 +1,18 @@
 #!/usr/bin/env python3
-"""Import circles between the files of each crate (production code only).
+"""The layout rules of the workspace, checked on every crate's src/ (production code only:
+what comes before `#[cfg(test)]`, in files not named `*tests.rs`):
 
-usage: cycles.py CRATE_SRC_DIR...   (e.g. worker/src runtime/src)
-A file's module path comes from its place (a/b.rs and a/b/mod.rs are a::b). An edge A -> B when
-A's production code (before #[cfg(test)]) names crate::B..., super::..., or a child module of A
-by its bare name. Prints each strongly connected set of 2+ files; exits 1 if any.
+- no import circle between files: a file's module path comes from its place (a/b.rs and
+  a/b/mod.rs are a::b); an edge A -> B when A names crate::B..., super::..., or a child module
+  by its bare name (a `use` tree or a path in code). A parent that uses its children must not
+  be used by them, and lib.rs re-exports count as edges, so code imports from the defining
+  module;
+- no production file over 600 lines;
+- no `too_many_arguments` allowed: a state object carries what travels together;
+- one folder-module style: `mod.rs` inside the folder, never `foo.rs` beside `foo/`.
+
+usage: layout.py [CRATE_SRC_DIR...]   (default: every workspace member's src/)
+Prints each problem; exits 1 if there is any.
 """
 import os, re, sys
 
@@ -101,8 +109,37 @@ def analyse(root):
         if v not in index: strong(v)
     return out, edges
 
+def members():
+    text = open('Cargo.toml').read()
+    listed = re.search(r'members\s*=\s*\[([^\]]*)\]', text).group(1)
+    return [m + '/src' for m in re.findall(r'"([^"]+)"', listed) if os.path.isdir(m + '/src')]
+
+MAX_LINES = 600
+
+def other_rules(root):
+    problems = []
+    for d, dirs, fs in os.walk(root):
+        for f in fs:
+            if not f.endswith('.rs'):
+                continue
+            p = os.path.join(d, f)
+            text = open(p).read()
+            if f.endswith('tests.rs'):
+                continue
+            n = len(prod(text).split('\n')) - 1
+            if n > MAX_LINES:
+                problems.append(f'{p}: {n} production lines (at most {MAX_LINES}): split it by idea')
+            if 'too_many_arguments' in text:
+                problems.append(f'{p}: allows too_many_arguments: make the arguments one value')
+            if f != 'mod.rs' and os.path.isdir(os.path.join(d, f[:-3])) and f not in ('lib.rs', 'main.rs'):
+                problems.append(f'{p}: beside the folder {f[:-3]}/: use {f[:-3]}/mod.rs')
+    return problems
+
 bad = False
-for root in sys.argv[1:]:
+for root in sys.argv[1:] or members():
+    for problem in other_rules(root):
+        bad = True
+        print(problem)
     comps, edges = analyse(root)
     for c in comps:
         bad = True
