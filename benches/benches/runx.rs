@@ -12,12 +12,12 @@
 use runx_profile::STATE_BYTES;
 use runx_runtime::Runtime;
 use runx_runtime::{Framer, PageBudget};
-use runx_worker::bundle::ModuleBundle;
-use runx_worker::engine::{Engine, EngineCall, PageInput, spans_of_ends};
-use runx_worker::limits::Limits;
-use runx_worker::pool::{Pool, PoolConfig};
-use runx_worker::process::{Call, PagePayload, PageRecords, WorkerCommand};
-use runx_worker::serve::{engine_by_name, engines_built};
+use runx_worker::Limits;
+use runx_worker::ModuleBundle;
+use runx_worker::{Call, PagePayload, PageRecords, WorkerCommand};
+use runx_worker::{Engine, EngineCall, PageInput, spans_of_ends};
+use runx_worker::{Pool, PoolConfig};
+use runx_worker::{engine_by_name, engines_built};
 use runx_workload::{
     AGGREGATE_MODULE, Bench, PAGE_SIZES, Peaks, Sampler, Stats, TimeSplit, growth_exponent, stats,
     system_shmem_kib,
@@ -906,7 +906,7 @@ export function burn(inputs) {
 fn calibrate_burn() -> u64 {
     let b = bundle(BURN_MODULE);
     let env = BTreeMap::new();
-    let mut engine = engine(runx_worker::serve::DEFAULT_ENGINE);
+    let mut engine = engine(runx_worker::DEFAULT_ENGINE);
     let probe = 1_000_000u64;
     let input = format!("{{\"iterations\":{probe}}}");
     let t = Instant::now();
@@ -945,7 +945,7 @@ fn concurrency_memory(runx: &Path, ws: &Path) {
         println!("\nconcurrent memory: skipped, cannot write the archive: {e}");
         return;
     }
-    match concurrent_runs(runx, ws, n, runx_worker::serve::DEFAULT_ENGINE) {
+    match concurrent_runs(runx, ws, n, runx_worker::DEFAULT_ENGINE) {
         Ok(p) => println!(
             "\nconcurrent memory: {n} runs of `runx skill` over one {mib} MiB archive at once (1 MiB pages): non-evictable {:.1} MiB in all ({:.1} MiB per run), resident {:.1} MiB in all, system Shmem grew {:.1} MiB",
             p.non_evictable_kib as f64 / 1024.0,
@@ -962,7 +962,7 @@ fn concurrency_memory(runx: &Path, ws: &Path) {
 fn scaling(worker: &WorkerCommand, rows: &[SizeRow], have_runx: bool) {
     println!(
         "\nscaling (default engine, {})",
-        runx_worker::serve::DEFAULT_ENGINE
+        runx_worker::DEFAULT_ENGINE
     );
     if rows.len() >= 2 {
         for (i, page_bytes) in PAGE_SIZES.iter().enumerate() {

@@ -6,7 +6,7 @@
 
 use runx_profile::{INPUTS_BYTES, ValueType, with_article};
 use runx_runtime::{FailureKind, RunError};
-use runx_worker::scope::{Scope, ScopeError, read_capped};
+use runx_worker::{Scope, ScopeError, read_capped};
 use serde_json::{Map, Value};
 use std::io::Read;
 use std::path::{Path, PathBuf};

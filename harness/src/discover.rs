@@ -10,7 +10,7 @@ use runx_profile::{
     Diagnostic, FIXTURE_BYTES, HARNESS_SEARCH_DEPTH, HARNESS_SEARCH_DIRS, PROFILE_FILE,
     ProfileError,
 };
-use runx_worker::scope::{EntryKind, Scope, ScopeError};
+use runx_worker::{EntryKind, Scope, ScopeError};
 use serde::Serialize;
 use std::path::{Path, PathBuf};
 

@@ -7,7 +7,7 @@ use crate::matching::{Mismatch, check_case};
 use runx_profile::{Diagnostic, PROFILE_FILE, ProfileError};
 use runx_receipts::{Receipt, digest};
 use runx_runtime::{EnvSource, RunOutcome, RunRequest, Runtime};
-use runx_worker::scope::{EntryKind, Scope, ScopeError};
+use runx_worker::{EntryKind, Scope, ScopeError};
 use serde::Serialize;
 use serde_json::Value;
 use std::path::{Path, PathBuf};

@@ -25,11 +25,11 @@
 //! written; workers receive a read-only descriptor. A byte of the snapshot is written once,
 //! and nothing reads it (this process or a worker) before it has been written.
 //!
-//! The source file is opened through [`runx_worker::scope`], like every other file runx reads
+//! The source file is opened through [`runx_worker::Scope`], like every other file runx reads
 //! for a package.
 
 use runx_profile::{ARTIFACT_BYTES, LimitDef};
-use runx_worker::scope::{Scope, ScopeError};
+use runx_worker::{Scope, ScopeError};
 use sha2::{Digest, Sha256};
 use std::io::{self, Read, Seek, SeekFrom};
 use std::os::unix::fs::FileExt;
@@ -144,13 +144,7 @@ pub struct Artifact {
     /// Size of the snapshot in bytes.
     pub bytes: u64,
     /// How the snapshot was made.
-    #[cfg_attr(
-        not(test),
-        expect(
-            dead_code,
-            reason = "how the snapshot was made is checked by the tests only"
-        )
-    )]
+    #[cfg_attr(not(test), expect(dead_code, reason = "read by the tests only"))]
     pub made: Snapshot,
     /// A read-only map of the whole snapshot, of which only `[0, filled)` is ever read.
     map: Option<memmap2::MmapRaw>,

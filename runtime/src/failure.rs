@@ -12,8 +12,8 @@ use runx_profile::LimitDef;
 use runx_profile::ProfileError;
 use runx_profile::{InputError, OutputError};
 use runx_receipts::FailureRecord;
-use runx_worker::bundle::BundleError;
-use runx_worker::failure::{Failure, FailureCode, bound_message};
+use runx_worker::BundleError;
+use runx_worker::{Failure, FailureCode, bound_message};
 use serde::{Deserialize, Serialize};
 
 /// What kind of thing went wrong. Serialized as its snake_case [`name`](FailureKind::name).
@@ -153,7 +153,7 @@ pub struct RunError {
 
 impl RunError {
     /// A failure of `kind` with `code` and `message`.
-    /// The message is bounded to [`runx_worker::failure::MESSAGE_BYTES`] (cut at a character boundary, marked with
+    /// The message is bounded to [`runx_worker::MESSAGE_BYTES`] (cut at a character boundary, marked with
     /// its full length), like every message that crosses the worker boundary: a failure that
     /// quotes what a module or process said never makes a huge receipt.
     pub fn new(kind: FailureKind, code: impl Into<String>, message: impl Into<String>) -> RunError {
@@ -222,6 +222,8 @@ impl From<Failure> for RunError {
             FailureCode::WorkerCrashed => FailureKind::WorkerCrashed,
             FailureCode::Interrupted => FailureKind::Interrupted,
             FailureCode::Internal => FailureKind::Internal,
+            // A code added to the worker after this mapping was written.
+            _ => FailureKind::Internal,
         };
         let code = f.limit.map_or(f.code.name(), |l| l.name());
         RunError::new(kind, code, f.message)
@@ -235,6 +237,8 @@ impl From<BundleError> for RunError {
             BundleError::File { .. } => (FailureKind::ModuleRejected, "module_file"),
             BundleError::Syntax { .. } => (FailureKind::ModuleRejected, "syntax"),
             BundleError::TooLarge { .. } => (FailureKind::ResourceLimit, "source_bytes"),
+            // A reason added to the worker after this mapping was written.
+            _ => (FailureKind::ModuleRejected, "module"),
         };
         RunError::new(kind, code, e.to_string())
     }
@@ -294,8 +298,8 @@ impl From<SubprocessError> for RunError {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use runx_worker::failure::MESSAGE_BYTES;
-    use runx_worker::limits::Limit;
+    use runx_worker::Limit;
+    use runx_worker::MESSAGE_BYTES;
 
     #[test]
     fn names_round_trip_and_serialize_as_names() {

@@ -83,11 +83,11 @@ pub use report::{console_json, describe_json, refused_json, run_json, stderr_jso
 pub use runner::cli_tool::WORKSPACE_CWD_TOKEN;
 pub use runtime::{RunOutcome, RunRequest, Runtime, default_workspace};
 /// The cancellation token of one run ([`RunRequest::cancel`]).
-pub use runx_worker::cancel::CancelToken;
-/// The console output of a javascript run ([`RunOutcome::log`]).
-pub use runx_worker::engine::{ConsoleLog, LogLine};
+pub use runx_worker::CancelToken;
 /// The command that starts a worker process ([`Runtime::new`]).
-pub use runx_worker::process::WorkerCommand;
+pub use runx_worker::WorkerCommand;
+/// The console output of a javascript run ([`RunOutcome::log`]).
+pub use runx_worker::{ConsoleLog, LogLine};
 pub use subprocess::{BASELINE_ENV, CGROUP_ENV, Capture, SubprocessError};
 
 /// Property-test settings: `default` cases, or as many as `PROPTEST_CASES` says (the long runs

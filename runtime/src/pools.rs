@@ -3,10 +3,10 @@
 
 use crate::failure::RunError;
 use runx_profile::{ProfileError, Runner};
-use runx_worker::engine::ENGINES;
-use runx_worker::pool::{Pool, PoolConfig};
-use runx_worker::process::WorkerCommand;
-pub use runx_worker::serve::engines_built;
+use runx_worker::ENGINES;
+use runx_worker::WorkerCommand;
+pub use runx_worker::engines_built;
+use runx_worker::{Pool, PoolConfig};
 use std::path::PathBuf;
 use std::sync::OnceLock;
 
@@ -14,10 +14,10 @@ use std::sync::OnceLock;
 pub const WORKER_ENV: &str = "RUNX_WORKER";
 
 /// The engine a worker uses when none is named.
-pub use runx_worker::serve::DEFAULT_ENGINE;
+pub use runx_worker::DEFAULT_ENGINE;
 
 /// The most workers a runtime's pool may have.
-pub use runx_worker::pool::MAX_WORKERS;
+pub use runx_worker::MAX_WORKERS;
 
 /// The worker pools of a runtime: one per engine, each started on first use.
 pub(crate) struct Workers {
@@ -108,7 +108,7 @@ impl Workers {
 
 /// Whether the engine `name` is built into this executable; the error says which are.
 pub fn check_engine(name: &str) -> Result<(), String> {
-    runx_worker::serve::engine_by_name(name)
+    runx_worker::engine_by_name(name)
         .map(|_| ())
         .map_err(|e| e.to_string())
 }
@@ -120,14 +120,14 @@ pub const ALLOW_NO_SECCOMP_ENV: &str = "RUNX_ALLOW_NO_SECCOMP";
 /// Runs this process as a worker with the engine `engine` (the hidden `runx __worker`), and
 /// returns its exit code.
 pub fn worker_main(engine: &str, allow_no_seccomp: bool) -> i32 {
-    let options = runx_worker::sandbox::SandboxOptions { allow_no_seccomp };
-    runx_worker::serve::worker_main_with_options(engine, options)
+    let options = runx_worker::SandboxOptions { allow_no_seccomp };
+    runx_worker::worker_main_with_options(engine, options)
 }
 
 /// `command` with the sandbox options the caller's environment asks for.
 fn with_sandbox_options(command: WorkerCommand) -> WorkerCommand {
     match std::env::var(ALLOW_NO_SECCOMP_ENV) {
-        Ok(v) if v == "1" => command.arg(runx_worker::sandbox::ALLOW_NO_SECCOMP),
+        Ok(v) if v == "1" => command.arg(runx_worker::ALLOW_NO_SECCOMP),
         _ => command,
     }
 }

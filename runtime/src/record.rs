@@ -56,7 +56,7 @@ impl Closure {
 pub fn engine_record(name: &str) -> EngineRecord {
     EngineRecord {
         name: name.to_string(),
-        version: runx_worker::serve::engine_version(name).unwrap_or_else(|| "unknown".to_string()),
+        version: runx_worker::engine_version(name).unwrap_or_else(|| "unknown".to_string()),
     }
 }
 

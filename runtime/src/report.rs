@@ -8,7 +8,7 @@ use crate::runtime::RunOutcome;
 use crate::subprocess::Capture;
 use runx_profile::{AppliedLimits, PRINTED_TEXT_BYTES};
 use runx_profile::{InputDecl, Profile, Runner, RunnerKind};
-use runx_worker::engine::ConsoleLog;
+use runx_worker::ConsoleLog;
 use serde_json::{Map, Value, json};
 
 /// The result of a run: `{"status", "skill", "runner", "output", "receipt", "error",
@@ -219,7 +219,7 @@ fn limits_json(applied: &AppliedLimits) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use runx_worker::engine::LogLine;
+    use runx_worker::LogLine;
 
     #[test]
     fn stderr_is_cut_at_a_character_boundary_with_its_full_count() {

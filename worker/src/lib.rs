@@ -4,26 +4,32 @@
 //! host: no filesystem, network, environment, timers, clock or randomness. It is *not* a general
 //! JavaScript runtime; skill packages, inputs and receipts live in `runx-runtime`.
 //!
-//! - [`engine`]: the engine seam, [`quickjs`] its default implementation, and (feature `v8`)
-//!   `v8`, V8 through the `v8` crate: one isolate per worker, a fresh context per call.
-//! - [`bundle`] and [`specifier`]: the module closure and the one rule for what an import may name.
-//! - [`frame`] and [`protocol`]: length-prefixed frames between host and worker.
-//! - [`serve`]: the worker process loop (`runx __worker`, or the `runx-worker` binary);
-//!   [`sandbox`]: how a worker process confines itself before it serves (descriptors,
-//!   privileges, rlimits, the seccomp allow-list).
-//! - [`pool`] and [`process`]: supervised worker processes on the host side; [`cancel`]: stopping
-//!   one call (its worker is killed) or everything at once; [`descriptor`]: the channel page
-//!   descriptors travel on.
-//! - [`limits`] and [`failure`]: limits as data, typed failures; [`fatal`]: the answer a worker
-//!   still gives when its engine must end the process.
-//! - [`scope`]: contained opens, the one way runx reads a file inside a directory it was
-//!   given; [`child`]: child processes tied to this process. Both are used by the runtime too.
+//! Its modules are private; everything other crates use is re-exported here, flat. The code
+//! lives in four layers, one folder each (`src/README.md` says what each may depend on):
+//!
+//! - `engine/`: the engine seam ([`Engine`]), [`QuickJs`] its default implementation, and
+//!   (feature `v8`) `V8`, V8 through the `v8` crate: one isolate per worker, a fresh context per
+//!   call; the prelude both engines run first; the module bundle ([`ModuleBundle`]) and the one
+//!   rule for what an import may name ([`check_module_entry`]); the answer a worker still gives
+//!   when its engine must end the process.
+//! - `guest/`: the worker process (`runx __worker`, or the `runx-worker` binary): its start
+//!   ([`worker_main`]), its confinement ([`SandboxOptions`]: descriptors, privileges, rlimits,
+//!   the seccomp allow-list) and its session, the loop that answers the host's frames
+//!   ([`run_session`]).
+//! - `host/`: supervised worker processes on the host side ([`Pool`], [`WorkerCommand`],
+//!   [`Lease`]); stopping one call (its worker is killed) or everything at once
+//!   ([`CancelToken`]); the channel page descriptors travel on; collecting a bundle from a skill
+//!   directory ([`collect_bundle`]); contained opens ([`Scope`], the one way runx reads a file
+//!   inside a directory it was given) and child processes tied to this process
+//!   ([`spawn_child`]), both used by the runtime too.
+//! - `wire/`: what host and worker say to each other: length-prefixed frames ([`read_frame`]),
+//!   messages ([`Header`], [`Message`]), limits as data ([`Limits`]) and typed failures
+//!   ([`Failure`]).
 //!
 //! Calling an export in-process (no pool, no sandbox process; tests and benchmarks do this):
 //!
 //! ```
-//! use runx_worker::{bundle::ModuleBundle, engine::{Engine, EngineCall}, limits::Limits};
-//! use runx_worker::quickjs::QuickJs;
+//! use runx_worker::{Engine, EngineCall, Limits, ModuleBundle, QuickJs};
 //! use std::{collections::BTreeMap, sync::Arc};
 //!
 //! let bundle = Arc::new(ModuleBundle::from_sources(
@@ -41,27 +47,45 @@
 //!     })
 //!     .map_err(|(failure, _log)| failure)?;
 //! assert_eq!(out.output, br#"{"twice":42}"#);
-//! # Ok::<(), runx_worker::failure::Failure>(())
+//! # Ok::<(), runx_worker::Failure>(())
 //! ```
 #![deny(unsafe_code)]
 #![warn(missing_docs)]
 
-pub mod bundle;
-pub mod cancel;
-pub mod child;
-pub mod descriptor;
-pub mod engine;
-pub mod failure;
-pub mod fatal;
-pub mod frame;
-pub mod limits;
-pub mod pool;
-pub mod process;
-pub mod protocol;
-pub mod quickjs;
-pub mod sandbox;
-pub mod scope;
-pub mod serve;
-pub mod specifier;
+mod engine;
+mod guest;
+mod host;
+mod wire;
+
+pub use engine::bundle::ModuleBundle;
+pub use engine::quickjs::{ALLOWED_GLOBALS, QuickJs};
+pub use engine::specifier::{Rejected as ImportRejected, check_entry as check_module_entry};
 #[cfg(feature = "v8")]
-pub mod v8;
+pub use engine::v8::V8;
+pub use engine::{
+    ConsoleLog, DEFAULT_ENGINE, ENGINES, Engine, EngineCall, EngineOutput, LogLine, MemoryCap,
+    PageInput, engines_built, spans_of_ends,
+};
+
+pub use guest::ahead::state_digest;
+pub use guest::engines::{engine_by_name, engine_version};
+pub use guest::error::WorkerError;
+pub use guest::sandbox::{ALLOW_NO_SECCOMP, SandboxError, SandboxOptions};
+pub use guest::session::{run_session, run_session_with};
+pub use guest::start::{
+    ENGINE_STACK_BYTES, worker_main, worker_main_with, worker_main_with_options,
+};
+
+pub use host::cancel::CancelToken;
+pub use host::child::spawn as spawn_child;
+pub use host::collect::{BundleError, collect as collect_bundle};
+pub use host::pool::lease::{Lease, LeaseError};
+pub use host::pool::{CallError, MAX_WORKERS, Pool, PoolConfig};
+pub use host::process::WorkerCommand;
+pub use host::process::call::{Call, PagePayload, PageRecords, Reply};
+pub use host::scope::{EntryKind, Scope, ScopeError, read_capped};
+
+pub use wire::failure::{Failure, FailureCode, MESSAGE_BYTES, bound_message};
+pub use wire::frame::{FrameError, MAX_FRAME_BYTES, read_frame, split_payload, write_frame};
+pub use wire::limits::{Limit, Limits, MAX_TIMEOUT_SECONDS, MIB, MIN_TIMEOUT_SECONDS};
+pub use wire::protocol::{ByteRange, Header, Message, PROTOCOL_VERSION, PageLayout, encode_spans};

@@ -5,7 +5,7 @@ use super::step::{Produced, Provenance, Ran, RunContext, Step};
 use crate::failure::{FailureKind, RunError};
 use runx_profile::JsRunner;
 use runx_receipts::digest;
-use runx_worker::process::Call;
+use runx_worker::Call;
 use serde_json::Value;
 
 /// Runs a javascript runner: one call of its export.

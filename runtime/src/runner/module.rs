@@ -4,8 +4,8 @@
 use super::step::{Provenance, RunContext, Step};
 use crate::failure::RunError;
 use runx_profile::JsRunner;
-use runx_worker::bundle::{self, ModuleBundle};
-use runx_worker::limits::Limits;
+use runx_worker::Limits;
+use runx_worker::{ModuleBundle, collect_bundle};
 use std::sync::Arc;
 
 /// A javascript runner's module, ready to call.
@@ -28,7 +28,7 @@ impl Module {
         let limits = runx_profile::worker_limits(step.runner);
         let engine = ctx.workers.engine_for(step.runner, js.engine.as_deref())?;
         provenance.engine = Some(engine.clone());
-        let bundle = bundle::collect(&step.profile.dir, &js.module, limits.source_bytes)?;
+        let bundle = collect_bundle(&step.profile.dir, &js.module, limits.source_bytes)?;
         let module = Module {
             digest: bundle.digest(),
             bundle: Arc::new(bundle),

@@ -5,7 +5,7 @@
 use super::capture::utf8_safe_cut;
 use super::tests::{CAPTURE_LIMIT, sh_spec};
 use super::*;
-use runx_worker::cancel::CancelToken;
+use runx_worker::CancelToken;
 use std::ffi::{OsStr, OsString};
 use std::fs;
 use std::os::unix::ffi::OsStrExt;

@@ -19,7 +19,7 @@ use nix::unistd::Pid;
 use super::capture::{Capture, finish_capture, start_drain};
 use super::descendants::Descendants;
 use super::error::SubprocessError;
-use runx_worker::cancel::CancelToken;
+use runx_worker::CancelToken;
 
 /// How long the output readers may take to reach end-of-file once the process
 /// group has been killed and the leader reaped. Only a process that escaped the
@@ -156,7 +156,7 @@ pub fn run(spec: &ProcessSpec, cancel: &CancelToken) -> Result<ProcessOutcome, S
     }
 }
 
-/// Starts the process in its own group, tied to runx ([`runx_worker::child`]: parent-death
+/// Starts the process in its own group, tied to runx ([`runx_worker::spawn_child`]: parent-death
 /// signal, no inherited descriptors), inside the run's cgroup when there is one.
 fn start_child(spec: &ProcessSpec, descendants: &Descendants) -> io::Result<Child> {
     let mut command = Command::new(&spec.program);
@@ -174,7 +174,7 @@ fn start_child(spec: &ProcessSpec, descendants: &Descendants) -> io::Result<Chil
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
     descendants.prepare(&mut command);
-    runx_worker::child::spawn(command)
+    runx_worker::spawn_child(command)
 }
 
 /// What a failed spawn means for the user.

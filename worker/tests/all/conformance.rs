@@ -2,12 +2,10 @@
 //! `engines!` macro instantiates it for every engine built (QuickJS always; V8 with `v8`).
 
 use super::single;
-use runx_worker::bundle::ModuleBundle;
-use runx_worker::engine::{ConsoleLog, Engine, EngineCall, EngineOutput, PageInput};
-use runx_worker::failure::{Failure, FailureCode};
-use runx_worker::limits::{Limit, Limits};
-use runx_worker::pool::{Pool, PoolConfig};
-use runx_worker::process::Call;
+use runx_worker::{
+    Call, ConsoleLog, Engine, EngineCall, EngineOutput, Failure, FailureCode, Limit, Limits,
+    ModuleBundle, PageInput, Pool, PoolConfig,
+};
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -123,7 +121,7 @@ pub fn only_intrinsics_are_global(e: &mut dyn Engine) {
         "export default () => ({ names: Object.getOwnPropertyNames(globalThis).sort() });",
         json!({}),
     ));
-    let allowed: Vec<&str> = runx_worker::quickjs::ALLOWED_GLOBALS
+    let allowed: Vec<&str> = runx_worker::ALLOWED_GLOBALS
         .iter()
         .copied()
         .chain(["console"])
@@ -135,7 +133,7 @@ pub fn only_intrinsics_are_global(e: &mut dyn Engine) {
 }
 
 pub fn intrinsics_are_present(e: &mut dyn Engine) {
-    let names: Vec<&str> = runx_worker::quickjs::ALLOWED_GLOBALS
+    let names: Vec<&str> = runx_worker::ALLOWED_GLOBALS
         .iter()
         .copied()
         .filter(|n| *n != "undefined")
@@ -1002,7 +1000,7 @@ pub fn failure_messages_are_bounded_across_the_worker(e: &mut dyn Engine) {
             &f.message[..200.min(f.message.len())]
         );
         assert!(
-            f.message.len() <= runx_worker::failure::MESSAGE_BYTES,
+            f.message.len() <= runx_worker::MESSAGE_BYTES,
             "{}",
             f.message.len()
         );
@@ -1050,9 +1048,9 @@ pub fn limits_out_of_range_are_invalid_requests(e: &mut dyn Engine) {
         assert_eq!(f.code, FailureCode::InvalidRequest, "{bad:?}: {f}");
         // The worker itself refuses it too, whoever sent it.
         let bundle = single("export default () => ({});");
-        let header = runx_worker::protocol::Header::new(
+        let header = runx_worker::Header::new(
             9,
-            runx_worker::protocol::Message::Invoke {
+            runx_worker::Message::Invoke {
                 bundle_digest: bundle.digest(),
                 bundle: Some((*bundle).clone()),
                 export: None,
@@ -1083,12 +1081,12 @@ fn raw_exchange(engine: &str, header: &[u8], tail: &[u8]) -> Value {
         .spawn()
         .unwrap();
     let mut input = Vec::new();
-    runx_worker::frame::write_frame(&mut input, header, &[tail]).unwrap();
+    runx_worker::write_frame(&mut input, header, &[tail]).unwrap();
     child.stdin.take().unwrap().write_all(&input).unwrap();
     let out = child.wait_with_output().unwrap();
     let mut r: &[u8] = &out.stdout;
-    let frame = runx_worker::frame::read_frame(&mut r).unwrap().unwrap();
-    let (h, _) = runx_worker::frame::split_payload(&frame).unwrap();
+    let frame = runx_worker::read_frame(&mut r).unwrap().unwrap();
+    let (h, _) = runx_worker::split_payload(&frame).unwrap();
     serde_json::from_slice(h).unwrap()
 }
 
@@ -1097,7 +1095,7 @@ fn raw_exchange(engine: &str, header: &[u8], tail: &[u8]) -> Value {
 /// the worker sets, so the caller's limit no longer matters.
 pub fn deep_recursion_under_a_small_host_stack(e: &mut dyn Engine) {
     let worker = env!("CARGO_BIN_EXE_runx-worker");
-    let command = runx_worker::process::WorkerCommand::new("/bin/sh")
+    let command = runx_worker::WorkerCommand::new("/bin/sh")
         .arg("-c")
         .arg("ulimit -s 512 && exec /usr/bin/env -i \"$0\" \"$@\"")
         .arg(worker)
@@ -1177,7 +1175,10 @@ pub fn worker_process_is_confined(e: &mut dyn Engine) {
 macro_rules! engine_suite {
     ($module:ident, $make:expr) => {
         mod $module {
-            #[allow(unused_imports)]
+            #[allow(
+                unused_imports,
+                reason = "a case module may use only some of the helpers"
+            )]
             use super::*;
             macro_rules! case {
                 ($name:ident) => {
@@ -1224,6 +1225,6 @@ macro_rules! engine_suite {
     };
 }
 
-engine_suite!(quickjs, runx_worker::quickjs::QuickJs::new());
+engine_suite!(quickjs, runx_worker::QuickJs::new());
 #[cfg(feature = "v8")]
-engine_suite!(v8, runx_worker::v8::V8::new());
+engine_suite!(v8, runx_worker::V8::new());

@@ -7,7 +7,7 @@ mod pool;
 mod protocol;
 mod sandbox;
 
-use runx_worker::bundle::ModuleBundle;
+use runx_worker::ModuleBundle;
 use std::sync::Arc;
 
 /// A bundle with one entry module `main.mjs` holding `source`.

@@ -3,10 +3,9 @@
 
 use super::pool::worker_command;
 use super::single;
-use runx_worker::failure::FailureCode;
-use runx_worker::pool::{LeaseError, Pool, PoolConfig};
-use runx_worker::process::{Call, PagePayload, PageRecords};
-use runx_worker::protocol::ByteRange;
+use runx_worker::{
+    ByteRange, Call, FailureCode, LeaseError, PagePayload, PageRecords, Pool, PoolConfig,
+};
 use serde_json::{Value, json};
 use std::io::Write;
 use std::sync::Arc;
@@ -206,7 +205,7 @@ fn ahead_call(
 fn a_page_sent_ahead_takes_the_state_the_worker_kept_and_reports_its_digest() {
     let pool = Pool::new(PoolConfig::new(worker_command()).size(1)).unwrap();
     let (_dir, file) = artifact(b"[1,2,3]");
-    let cancel = runx_worker::cancel::CancelToken::new();
+    let cancel = runx_worker::CancelToken::new();
     let mut lease = pool.lease(&single(SUM_RECORDS).digest(), &cancel).unwrap();
     assert!(lease.pages_by_descriptor());
     let first = ahead_call(&file, 1, Some("null"), None);
@@ -238,7 +237,7 @@ fn a_kept_state_goes_only_to_the_next_call_and_not_after_a_run_ends() {
     let pool = Pool::new(PoolConfig::new(worker_command()).size(1)).unwrap();
     // The second record, 0, ends the run (`done`): nothing is kept for a page after it.
     let (_dir, file) = artifact(b"[5,0,7]");
-    let cancel = runx_worker::cancel::CancelToken::new();
+    let cancel = runx_worker::CancelToken::new();
     let refused = |e: LeaseError| match e {
         LeaseError::Failed(e) => {
             assert_eq!(e.failure.code, FailureCode::InvalidRequest, "{e:?}");
@@ -286,7 +285,7 @@ fn a_kept_state_goes_only_to_the_next_call_and_not_after_a_run_ends() {
 fn a_reply_that_names_another_state_than_the_hosts_is_retried_and_the_worker_retired() {
     let pool = Pool::new(PoolConfig::new(worker_command()).size(1)).unwrap();
     let (_dir, file) = artifact(b"[1,2,3]");
-    let cancel = runx_worker::cancel::CancelToken::new();
+    let cancel = runx_worker::CancelToken::new();
     let mut lease = pool.lease(&single(SUM_RECORDS).digest(), &cancel).unwrap();
     let first = ahead_call(&file, 1, Some("null"), None);
     let a = lease.send(&first).unwrap();
@@ -313,14 +312,14 @@ fn a_reply_that_names_another_state_than_the_hosts_is_retried_and_the_worker_ret
 }
 
 fn digest(state: &str) -> String {
-    runx_worker::serve::state_digest(state.as_bytes())
+    runx_worker::state_digest(state.as_bytes())
 }
 
 #[test]
 fn a_request_too_large_to_wait_in_the_pipe_is_not_sent_ahead_and_the_worker_stays() {
     let pool = Pool::new(PoolConfig::new(worker_command()).size(1)).unwrap();
     let (_dir, file) = artifact(b"[1,2,3]");
-    let cancel = runx_worker::cancel::CancelToken::new();
+    let cancel = runx_worker::CancelToken::new();
     let mut lease = pool.lease(&single(SUM_RECORDS).digest(), &cancel).unwrap();
     let first = ahead_call(&file, 1, Some("null"), None);
     let a = lease.send(&first).unwrap();

@@ -1,11 +1,7 @@
 //! The pool driving real worker processes (the `runx-worker` binary).
 
 use super::single;
-use runx_worker::cancel::CancelToken;
-use runx_worker::failure::FailureCode;
-use runx_worker::limits::{Limit, Limits};
-use runx_worker::pool::{Pool, PoolConfig};
-use runx_worker::process::{Call, WorkerCommand};
+use runx_worker::{Call, CancelToken, FailureCode, Limit, Limits, Pool, PoolConfig, WorkerCommand};
 use serde_json::{Value, json};
 use std::time::{Duration, Instant};
 
@@ -21,7 +17,7 @@ fn call(source: &str, input: Value) -> Call {
     Call::new(single(source), None, serde_json::to_vec(&input).unwrap())
 }
 
-fn out(r: &runx_worker::process::Reply) -> Value {
+fn out(r: &runx_worker::Reply) -> Value {
     serde_json::from_slice(&r.output).unwrap()
 }
 

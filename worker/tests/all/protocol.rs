@@ -1,13 +1,10 @@
 //! The worker's side of the frame protocol, driven with raw bytes through its stdin.
 
 use proptest::prelude::*;
-use runx_worker::bundle::ModuleBundle;
-use runx_worker::engine::{ConsoleLog, Engine, EngineCall, EngineOutput, MemoryCap};
-use runx_worker::failure::Failure;
-use runx_worker::frame::{read_frame, split_payload, write_frame};
-use runx_worker::limits::Limits;
-use runx_worker::protocol::{Header, Message, PageLayout};
-use runx_worker::serve::serve;
+use runx_worker::{
+    ConsoleLog, Engine, EngineCall, EngineOutput, Failure, Header, Limits, MemoryCap, Message,
+    ModuleBundle, PageLayout, read_frame, run_session, split_payload, write_frame,
+};
 use serde_json::Value;
 use std::io::Write;
 use std::process::{Command, Stdio};
@@ -132,7 +129,7 @@ fn a_non_empty_environment_is_refused() {
 
 #[test]
 fn a_page_by_descriptor_without_a_channel_is_refused() {
-    let bundle = runx_worker::bundle::ModuleBundle::from_sources(
+    let bundle = runx_worker::ModuleBundle::from_sources(
         "main.mjs",
         [("main.mjs", "export default () => ({});")],
     );
@@ -143,20 +140,20 @@ fn a_page_by_descriptor_without_a_channel_is_refused() {
             bundle: Some(bundle),
             export: None,
             environment: Default::default(),
-            limits: runx_worker::limits::Limits::default(),
+            limits: runx_worker::Limits::default(),
             input_len: 2,
-            page: Some(runx_worker::protocol::PageLayout {
+            page: Some(runx_worker::PageLayout {
                 meta_len: 2,
                 record_count: 1,
                 blob_len: 1,
-                range: Some(runx_worker::protocol::ByteRange { offset: 0, len: 1 }),
+                range: Some(runx_worker::ByteRange { offset: 0, len: 1 }),
                 keep_state: false,
                 state_from: None,
             }),
         },
     );
     let mut input = Vec::new();
-    let spans = runx_worker::protocol::encode_spans(&[(0, 1)]);
+    let spans = runx_worker::encode_spans(&[(0, 1)]);
     write_frame(&mut input, &invoke.to_bytes(), &[b"{}", b"{}", &spans]).unwrap();
     let (replies, code) = exchange(&input);
     assert_eq!(code, Some(0));
@@ -174,14 +171,14 @@ fn a_page_by_descriptor_without_a_channel_is_refused() {
 
 #[test]
 fn engine_versions_are_reported_for_built_engines_only() {
-    let quickjs = runx_worker::serve::engine_version("quickjs").unwrap();
+    let quickjs = runx_worker::engine_version("quickjs").unwrap();
     // QuickJS-ng spells its release `MAJOR.MINOR.PATCH`.
     let parts: Vec<&str> = quickjs.split('.').collect();
     assert_eq!(parts.len(), 3, "{quickjs}");
     assert!(parts.iter().all(|p| p.parse::<u32>().is_ok()), "{quickjs}");
-    assert_eq!(runx_worker::serve::engine_version("spidermonkey"), None);
+    assert_eq!(runx_worker::engine_version("spidermonkey"), None);
     assert_eq!(
-        runx_worker::serve::engine_version("v8").is_some(),
+        runx_worker::engine_version("v8").is_some(),
         cfg!(feature = "v8")
     );
 }
@@ -190,8 +187,7 @@ fn engine_versions_are_reported_for_built_engines_only() {
 /// it answers on has no reader left) and exits, instead of running out the call's wall.
 #[test]
 fn a_worker_whose_host_pipe_closes_exits_at_once() {
-    use runx_worker::bundle::ModuleBundle;
-    use runx_worker::limits::Limits;
+    use runx_worker::{Limits, ModuleBundle};
     use std::time::{Duration, Instant};
     let mut child = Command::new(env!("CARGO_BIN_EXE_runx-worker"))
         .env_clear()
@@ -274,7 +270,7 @@ impl Engine for Stub {
 /// Serves `input` (whole frames) in-process with the stub engine; returns the reply headers.
 fn serve_stub(input: &[u8]) -> Vec<Value> {
     let mut out = Vec::new();
-    let _ = serve(&mut Stub, input, &mut out);
+    let _ = run_session(&mut Stub, input, &mut out);
     let mut r: &[u8] = &out;
     let mut headers = Vec::new();
     while let Ok(Some(frame)) = read_frame(&mut r) {

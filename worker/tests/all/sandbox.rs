@@ -1,8 +1,7 @@
 //! The worker where the kernel cannot install its seccomp filter: it refuses to serve unless
 //! told otherwise.
 
-use runx_worker::frame::{read_frame, split_payload, write_frame};
-use runx_worker::protocol::{Header, Message};
+use runx_worker::{Header, Message, read_frame, split_payload, write_frame};
 use seccompiler::{SeccompAction, SeccompFilter, TargetArch};
 use serde_json::Value;
 use std::collections::BTreeMap;

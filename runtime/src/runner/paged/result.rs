@@ -3,7 +3,7 @@
 
 use crate::failure::{FailureKind, RunError};
 use runx_profile::STATE_BYTES;
-use runx_worker::process::Reply;
+use runx_worker::Reply;
 use serde_json::{Map, Value};
 
 /// Parses a page's reply and splits it into (state, done, the rest); the state must fit its

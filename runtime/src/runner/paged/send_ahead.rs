@@ -7,7 +7,7 @@
 //! under QuickJS. Ahead, that work overlaps the next page's JavaScript.
 //!
 //! The state for page N+1 is only known once page N has answered, so the worker keeps the
-//! state page N's result carries and gives it to page N+1 itself (`runx_worker::serve`). The
+//! state page N's result carries and gives it to page N+1 itself (`runx_worker::run_session`). The
 //! host still parses and checks every reply as before, and compares the digest of the state
 //! the worker gave each page with the state it parsed itself.
 //!
@@ -22,9 +22,9 @@ use super::queue::ConsumerGuard;
 use crate::failure::RunError;
 use crate::framing::Page;
 use runx_profile::PAGE_COUNT;
-use runx_worker::engine::ConsoleLog;
-use runx_worker::pool::{Lease, LeaseError};
-use runx_worker::process::{Call, PagePayload, PageRecords, Reply};
+use runx_worker::ConsoleLog;
+use runx_worker::{Call, PagePayload, PageRecords, Reply};
+use runx_worker::{Lease, LeaseError};
 use serde_json::Value;
 use std::time::Instant;
 
@@ -301,5 +301,5 @@ impl<'l, 'a> SendAhead<'l, 'a> {
 fn digest_of(state: &Value) -> Option<String> {
     serde_json::to_vec(state)
         .ok()
-        .map(|json| runx_worker::serve::state_digest(&json))
+        .map(|json| runx_worker::state_digest(&json))
 }

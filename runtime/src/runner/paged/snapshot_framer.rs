@@ -4,7 +4,7 @@ use super::page::Unframed;
 use crate::artifact::Artifact;
 use crate::failure::RunError;
 use crate::framing::{Framer, Page, PageBudget};
-use runx_worker::cancel::CancelToken;
+use runx_worker::CancelToken;
 
 /// Bytes of the snapshot framing asks to have copied past the start of the next page, beyond
 /// two pages: the scan of the record after a page needs a little of what follows.

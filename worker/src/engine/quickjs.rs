@@ -1,0 +1,596 @@
+//! The default engine: QuickJS-ng through `rquickjs`, a fresh runtime and context per call.
+//!
+//! A fresh QuickJS runtime per call is what makes "nothing survives between calls" cheap to
+//! prove: globals, prototypes, atoms, compiled modules and the heap accounting all go away with
+//! it. It costs a few tens of microseconds next to the context itself.
+
+use crate::engine::bundle::{ModuleBundle, exception_text};
+use crate::engine::specifier;
+use crate::engine::{ConsoleLog, Engine, EngineCall, EngineOutput, MemoryCap, PageInput};
+use crate::wire::failure::{Failure, FailureCode};
+use crate::wire::limits::{Limit, Limits};
+use rquickjs::context::intrinsic;
+use rquickjs::function::This;
+use rquickjs::loader::{ImportAttributes, Loader, Resolver};
+use rquickjs::module::Declared;
+use rquickjs::promise::PromiseState;
+use rquickjs::{
+    Array, Context, Ctx, Function, Module, Object, Persistent, Promise, Runtime, Value,
+    WriteOptions,
+};
+use std::cell::{Cell, RefCell};
+use std::rc::Rc;
+use std::sync::Arc;
+use std::time::Instant;
+
+/// The globals a module may see: the ECMAScript intrinsics. Everything else QuickJS provides
+/// (`WeakRef`, `FinalizationRegistry`, `SharedArrayBuffer`, `Atomics`, `performance`, …) is
+/// deleted before any module code runs. `console` is installed afterwards by the prelude.
+pub const ALLOWED_GLOBALS: &[&str] = &[
+    "globalThis",
+    "Object",
+    "Function",
+    "Array",
+    "Number",
+    "Boolean",
+    "String",
+    "Symbol",
+    "BigInt",
+    "Date",
+    "Promise",
+    "RegExp",
+    "Error",
+    "AggregateError",
+    "EvalError",
+    "RangeError",
+    "ReferenceError",
+    "SyntaxError",
+    "TypeError",
+    "URIError",
+    "JSON",
+    "Math",
+    "Reflect",
+    "Proxy",
+    "Map",
+    "Set",
+    "WeakMap",
+    "WeakSet",
+    "Iterator",
+    "ArrayBuffer",
+    "DataView",
+    "Int8Array",
+    "Uint8Array",
+    "Uint8ClampedArray",
+    "Int16Array",
+    "Uint16Array",
+    "Int32Array",
+    "Uint32Array",
+    "Float16Array",
+    "Float32Array",
+    "Float64Array",
+    "BigInt64Array",
+    "BigUint64Array",
+    "parseFloat",
+    "parseInt",
+    "isFinite",
+    "isNaN",
+    "decodeURI",
+    "decodeURIComponent",
+    "encodeURI",
+    "encodeURIComponent",
+    "escape",
+    "unescape",
+    "eval",
+    "Infinity",
+    "NaN",
+    "undefined",
+];
+
+/// The text of an exception whose value is `null`.
+const NULL_EXCEPTION: &str = "null";
+
+const PRELUDE: &str = include_str!("prelude.js");
+
+/// The intrinsics a context is built with: the ECMAScript ones. QuickJS's extras (`atob`,
+/// `performance`, `WeakRef`, `DOMException`) are never created, which is cheaper than deleting
+/// them; `Eval` is the compiler the module loader needs.
+type Intrinsics = (
+    intrinsic::Date,
+    intrinsic::Eval,
+    intrinsic::RegExpCompiler,
+    intrinsic::RegExp,
+    intrinsic::Json,
+    intrinsic::Proxy,
+    intrinsic::MapSet,
+    intrinsic::TypedArrays,
+    intrinsic::Promise,
+);
+
+/// The worker's address-space cap: the 64 MiB heap, 16 MiB frames and their copies fit easily.
+/// QuickJS maps only what it allocates, so the whole address space can be capped.
+const ADDRESS_SPACE_BYTES: u64 = 2 * 1024 * 1024 * 1024;
+
+/// The name the prelude module is registered under; `:` makes it unimportable by user code.
+const PRELUDE_MODULE: &str = "runx:prelude";
+
+/// The QuickJS engine. It keeps only the prelude's compiled bytecode between calls: parsing the
+/// prelude was the largest part of a trivial call.
+#[derive(Debug, Default)]
+pub struct QuickJs {
+    prelude: Option<Vec<u8>>,
+}
+
+impl QuickJs {
+    /// A new engine.
+    pub fn new() -> QuickJs {
+        QuickJs { prelude: None }
+    }
+
+    /// The prelude as QuickJS module bytecode, compiled once per engine.
+    fn prelude(&mut self) -> Result<&[u8], Failure> {
+        if self.prelude.is_none() {
+            let internal = |e: rquickjs::Error| {
+                Failure::new(
+                    FailureCode::Internal,
+                    format!("cannot compile the prelude: {e}"),
+                )
+            };
+            let rt = Runtime::new().map_err(internal)?;
+            let ctx = Context::custom::<Intrinsics>(&rt).map_err(internal)?;
+            let bytes = ctx
+                .with(|ctx| {
+                    Module::declare(
+                        ctx,
+                        PRELUDE_MODULE,
+                        format!("export const install = {PRELUDE};"),
+                    )?
+                    .write(WriteOptions::default())
+                })
+                .map_err(internal)?;
+            self.prelude = Some(bytes);
+        }
+        Ok(self.prelude.as_deref().unwrap_or_default())
+    }
+}
+
+impl Engine for QuickJs {
+    fn name(&self) -> &'static str {
+        "quickjs"
+    }
+
+    fn memory_cap(&self) -> MemoryCap {
+        MemoryCap::AddressSpace(ADDRESS_SPACE_BYTES)
+    }
+
+    fn call(&mut self, call: &EngineCall<'_>) -> Result<EngineOutput, (Failure, ConsoleLog)> {
+        let prelude = self.prelude().map_err(|f| (f, ConsoleLog::default()))?;
+        let session = Session::start(call, prelude).map_err(|f| (f, ConsoleLog::default()))?;
+        let result = session.run(call);
+        let log = session.log.take();
+        match result {
+            Ok(output) => Ok(EngineOutput { output, log }),
+            Err(f) => Err((f, log)),
+        }
+    }
+}
+
+/// What the module loader and the interrupt handler share with the call.
+struct Shared {
+    bundle: Arc<ModuleBundle>,
+    /// Set once the static import graph is loaded: any later resolution is a dynamic `import()`.
+    dynamic: Cell<bool>,
+    /// The first refused specifier, reported as `module_rejected` even if the module caught it.
+    rejected: RefCell<Option<String>>,
+}
+
+struct Session<'p> {
+    /// Prelude bytecode; QuickJS reads it in place, so it outlives the runtime.
+    prelude: &'p [u8],
+    rt: Runtime,
+    ctx: Context,
+    shared: Rc<Shared>,
+    interrupted: Rc<Cell<bool>>,
+    log: Rc<RefCell<ConsoleLog>>,
+    limits: Limits,
+}
+
+/// Values kept alive across the phases of a call (job queues run between them).
+struct Prepared {
+    helpers: Persistent<Object<'static>>,
+    inputs: Persistent<Value<'static>>,
+    context: Persistent<Value<'static>>,
+    namespace: Persistent<Object<'static>>,
+    evaluated: Persistent<Promise<'static>>,
+}
+
+impl<'p> Session<'p> {
+    fn start(call: &EngineCall<'_>, prelude: &'p [u8]) -> Result<Session<'p>, Failure> {
+        let internal = |e: rquickjs::Error| Failure::new(FailureCode::Internal, e.to_string());
+        let limits = call.limits;
+        let rt = Runtime::new().map_err(internal)?;
+        rt.set_memory_limit(limits.heap_bytes);
+        rt.set_max_stack_size(limits.stack_bytes);
+        let deadline = Instant::now() + limits.wall();
+        let interrupted = Rc::new(Cell::new(false));
+        let flag = interrupted.clone();
+        rt.set_interrupt_handler(Some(Box::new(move || {
+            if flag.get() || Instant::now() >= deadline {
+                flag.set(true);
+                return true;
+            }
+            false
+        })));
+        let shared = Rc::new(Shared {
+            bundle: call.bundle.clone(),
+            dynamic: Cell::new(false),
+            rejected: RefCell::new(None),
+        });
+        rt.set_loader(BundleResolver(shared.clone()), BundleLoader(shared.clone()));
+        let ctx = Context::custom::<Intrinsics>(&rt).map_err(internal)?;
+        Ok(Session {
+            prelude,
+            rt,
+            ctx,
+            shared,
+            interrupted,
+            log: Rc::new(RefCell::new(ConsoleLog::default())),
+            limits,
+        })
+    }
+
+    fn run(&self, call: &EngineCall<'_>) -> Result<Vec<u8>, Failure> {
+        self.phases(call).map_err(|f| self.heap_exhaustion(f))
+    }
+
+    /// When memory is exhausted QuickJS may be unable to even allocate its error object and
+    /// throws `null`; a failure while the heap is nearly full is reported as the heap limit.
+    fn heap_exhaustion(&self, f: Failure) -> Failure {
+        if f.limit.is_some() || f.code != FailureCode::ExecutionFailed {
+            return f;
+        }
+        // A `null` exception with no stack is what an allocation failure inside the error
+        // constructor leaves behind (a module that literally throws `null` is reported the same).
+        let used = usize::try_from(self.rt.memory_usage().malloc_size).unwrap_or(0);
+        if used >= self.limits.heap_bytes / 10 * 9 || f.message == NULL_EXCEPTION {
+            return Failure::exceeded(Limit::HeapBytes, &self.limits);
+        }
+        f
+    }
+
+    fn phases(&self, call: &EngineCall<'_>) -> Result<Vec<u8>, Failure> {
+        let prepared = self.ctx.with(|ctx| self.prepare(&ctx, call))?;
+        self.drain_jobs()?;
+        let returned = self.ctx.with(|ctx| self.invoke(&ctx, call, &prepared))?;
+        self.drain_jobs()?;
+        let output = self
+            .ctx
+            .with(|ctx| self.finish(&ctx, &prepared, returned))?;
+        if let Some(spec) = self.shared.rejected.borrow().clone() {
+            return Err(Failure::new(FailureCode::ModuleRejected, spec));
+        }
+        Ok(output)
+    }
+
+    /// Installs the prelude, builds the arguments, loads and evaluates the module graph.
+    fn prepare<'js>(&self, ctx: &Ctx<'js>, call: &EngineCall<'_>) -> Result<Prepared, Failure> {
+        let fail = |code| move |_: rquickjs::Error| self.failure(ctx, code);
+        let log = self.log.clone();
+        let bound = self.limits.log_bytes;
+        let sink = Function::new(ctx.clone(), move |level: String, text: String| {
+            log.borrow_mut().push(&level, &text, bound);
+        })
+        .map_err(fail(FailureCode::Internal))?;
+        let allowed = Array::new(ctx.clone()).map_err(fail(FailureCode::Internal))?;
+        for (i, name) in ALLOWED_GLOBALS.iter().enumerate() {
+            allowed.set(i, *name).map_err(fail(FailureCode::Internal))?;
+        }
+        // SAFETY: the bytes are module bytecode written by `Module::write` of this same QuickJS
+        // build (`QuickJs::prelude`), never data from outside the process, and they outlive
+        // this call's runtime (the engine owns them), as reading them in place requires.
+        #[allow(
+            unsafe_code,
+            reason = "loads the prelude from bytecode this crate compiled"
+        )]
+        let module = unsafe { Module::load(ctx.clone(), self.prelude) }
+            .map_err(fail(FailureCode::Internal))?;
+        let (module, _) = module.eval().map_err(fail(FailureCode::Internal))?;
+        let prelude: Function = module.get("install").map_err(fail(FailureCode::Internal))?;
+        let helpers: Object = prelude
+            .call((sink, allowed))
+            .map_err(fail(FailureCode::Internal))?;
+
+        let inputs = self.inputs(ctx, call)?;
+        let env = Object::new(ctx.clone()).map_err(fail(FailureCode::Internal))?;
+        for (k, v) in call.environment {
+            env.set(k.as_str(), v.as_str())
+                .map_err(fail(FailureCode::Internal))?;
+        }
+        let make_context: Function = helpers
+            .get("context")
+            .map_err(fail(FailureCode::Internal))?;
+        let context: Value = make_context
+            .call((env,))
+            .map_err(fail(FailureCode::Internal))?;
+
+        let bundle = &self.shared.bundle;
+        let entry = bundle.entry.as_str();
+        let source = bundle.modules.get(entry).ok_or_else(|| {
+            Failure::new(
+                FailureCode::InvalidRequest,
+                format!("the bundle has no entry module `{entry}`"),
+            )
+        })?;
+        let module = Module::declare(ctx.clone(), entry, source.as_str())
+            .map_err(fail(FailureCode::ModuleRejected))?;
+        self.shared.dynamic.set(true);
+        let (module, evaluated) = module.eval().map_err(fail(FailureCode::ExecutionFailed))?;
+        let namespace = module
+            .namespace()
+            .map_err(fail(FailureCode::ModuleRejected))?;
+        Ok(Prepared {
+            helpers: Persistent::save(ctx, helpers),
+            inputs: Persistent::save(ctx, inputs),
+            context: Persistent::save(ctx, context),
+            namespace: Persistent::save(ctx, namespace),
+            evaluated: Persistent::save(ctx, evaluated),
+        })
+    }
+
+    /// Parses the input JSON and attaches the page, if any, as `runx_page`.
+    fn inputs<'js>(&self, ctx: &Ctx<'js>, call: &EngineCall<'_>) -> Result<Value<'js>, Failure> {
+        let invalid = |what: &str| {
+            Failure::new(
+                FailureCode::InvalidRequest,
+                format!("the {what} is not a JSON object"),
+            )
+        };
+        let inputs = ctx.json_parse(call.input).map_err(|_| {
+            ctx.catch();
+            invalid("input")
+        })?;
+        let Some(obj) = inputs.as_object() else {
+            return Err(invalid("input"));
+        };
+        if let Some(page) = call.page {
+            let meta = page_object(ctx, page).map_err(|e| match e {
+                rquickjs::Error::Exception => self.failure(ctx, FailureCode::InvalidRequest),
+                other => Failure::new(FailureCode::InvalidRequest, other.to_string()),
+            })?;
+            obj.set("runx_page", meta)
+                .map_err(|_| self.failure(ctx, FailureCode::Internal))?;
+        }
+        Ok(inputs)
+    }
+
+    /// Checks the module evaluated, then calls the export.
+    fn invoke(
+        &self,
+        ctx: &Ctx<'_>,
+        call: &EngineCall<'_>,
+        p: &Prepared,
+    ) -> Result<Persistent<Value<'static>>, Failure> {
+        let restore_err = |_| self.failure(ctx, FailureCode::Internal);
+        let evaluated = p.evaluated.clone().restore(ctx).map_err(restore_err)?;
+        self.settled(ctx, &evaluated, "the module's top-level code")?;
+        let namespace = p.namespace.clone().restore(ctx).map_err(restore_err)?;
+        let name = call.export.unwrap_or("default");
+        let export: Value = namespace
+            .get(name)
+            .map_err(|_| self.failure(ctx, FailureCode::ModuleRejected))?;
+        let entry = &self.shared.bundle.entry;
+        if export.is_undefined() {
+            let names: Vec<String> = namespace.keys::<String>().filter_map(Result::ok).collect();
+            return Err(Failure::missing_export(entry, call.export, &names));
+        }
+        let Some(function) = export.as_function() else {
+            return Err(Failure::new(
+                FailureCode::ModuleRejected,
+                format!(
+                    "export `{name}` of module `{entry}` is a {}, not a function",
+                    export.type_name()
+                ),
+            ));
+        };
+        let inputs = p.inputs.clone().restore(ctx).map_err(restore_err)?;
+        let context = p.context.clone().restore(ctx).map_err(restore_err)?;
+        let returned: Value = function
+            .call((This(Value::new_undefined(ctx.clone())), inputs, context))
+            .map_err(|_| self.failure(ctx, FailureCode::ExecutionFailed))?;
+        Ok(Persistent::save(ctx, returned))
+    }
+
+    /// Unwraps a settled promise and encodes the value with the prelude's `encode` (the rules
+    /// of `JSON.stringify`, plus the refusals it documents).
+    fn finish(
+        &self,
+        ctx: &Ctx<'_>,
+        p: &Prepared,
+        returned: Persistent<Value<'static>>,
+    ) -> Result<Vec<u8>, Failure> {
+        let restore_err = |_| self.failure(ctx, FailureCode::Internal);
+        let mut value = returned.restore(ctx).map_err(restore_err)?;
+        if let Some(promise) = value.as_promise() {
+            value = self.settled(ctx, promise, "the promise returned by the export")?;
+        }
+        let helpers = p.helpers.clone().restore(ctx).map_err(restore_err)?;
+        let encode: Function = helpers.get("encode").map_err(restore_err)?;
+        let depth = i32::try_from(self.limits.output_depth).unwrap_or(i32::MAX);
+        let encoded: Value = encode
+            .call((value, depth))
+            .map_err(|_| self.failure(ctx, FailureCode::OutputRejected))?;
+        if let Some(text) = encoded.as_string() {
+            let text = text.to_string().map_err(restore_err)?;
+            Failure::check_output(text.len(), &self.limits)?;
+            return Ok(text.into_bytes());
+        }
+        let refused = encoded.as_object().ok_or_else(|| {
+            Failure::new(
+                FailureCode::Internal,
+                "the prelude's encode returned no text",
+            )
+        })?;
+        let code: String = refused.get("code").map_err(restore_err)?;
+        let message: String = refused.get("message").map_err(restore_err)?;
+        Err(Failure::unencodable(&code, &message, &self.limits))
+    }
+
+    /// The value of a promise after the job queue drained; pending means it waits on something
+    /// that cannot happen here (a timer, host I/O).
+    fn settled<'js>(
+        &self,
+        ctx: &Ctx<'js>,
+        promise: &Promise<'js>,
+        what: &str,
+    ) -> Result<Value<'js>, Failure> {
+        match promise.state() {
+            PromiseState::Resolved => promise
+                .result::<Value>()
+                .unwrap_or_else(|| Ok(Value::new_undefined(ctx.clone())))
+                .map_err(|_| self.failure(ctx, FailureCode::ExecutionFailed)),
+            PromiseState::Rejected => {
+                let reason = promise
+                    .result::<Value>()
+                    .map(|r| r.map(|v| describe(&v)))
+                    .unwrap_or_else(|| Ok(String::new()))
+                    .unwrap_or_else(|_| exception_text(ctx));
+                Err(self.classify(FailureCode::ExecutionFailed, &reason))
+            }
+            PromiseState::Pending => Err(Failure::new(
+                FailureCode::ExecutionFailed,
+                format!(
+                    "{what} never settled: nothing is left that could resolve it (the worker has no timers, network or host I/O)"
+                ),
+            )),
+        }
+    }
+
+    fn drain_jobs(&self) -> Result<(), Failure> {
+        loop {
+            match self.rt.execute_pending_job() {
+                Ok(true) => {}
+                Ok(false) => return Ok(()),
+                Err(job) => {
+                    let text = job.0.with(|ctx| exception_text(&ctx));
+                    return Err(self.classify(FailureCode::ExecutionFailed, &text));
+                }
+            }
+        }
+    }
+
+    /// The failure for the exception pending on `ctx`.
+    fn failure(&self, ctx: &Ctx<'_>, code: FailureCode) -> Failure {
+        let text = exception_text(ctx);
+        self.classify(code, &text)
+    }
+
+    /// Maps an exception to a failure: limits first (they explain everything after them), then
+    /// refused imports, then the stage's own code.
+    fn classify(&self, code: FailureCode, text: &str) -> Failure {
+        if self.interrupted.get() {
+            return Failure::exceeded(Limit::WallMilliseconds, &self.limits);
+        }
+        if text.contains("out of memory")
+            || text.contains("string too long")
+            || text.contains("invalid array length")
+        {
+            return Failure::exceeded(Limit::HeapBytes, &self.limits);
+        }
+        if text.contains("Maximum call stack size exceeded") || text.contains("stack overflow") {
+            return Failure::exceeded(Limit::StackBytes, &self.limits);
+        }
+        if let Some(spec) = self.shared.rejected.borrow().clone() {
+            return Failure::new(FailureCode::ModuleRejected, spec);
+        }
+        Failure::thrown(code, text)
+    }
+}
+
+/// Formats a thrown or rejected value.
+fn describe(v: &Value<'_>) -> String {
+    if let Some(ex) = v.as_exception() {
+        let name: String = ex.get("name").unwrap_or_else(|_| "Error".to_string());
+        let mut s = match ex.message() {
+            Some(m) if !m.is_empty() => format!("{name}: {m}"),
+            _ => name,
+        };
+        if let Some(stack) = ex.stack().filter(|s| !s.trim().is_empty()) {
+            s.push('\n');
+            s.push_str(stack.trim_end());
+        }
+        return s;
+    }
+    if let Some(s) = v.as_string().and_then(|s| s.to_string().ok()) {
+        return s;
+    }
+    match v.ctx().json_stringify(v.clone()) {
+        Ok(Some(s)) => s.to_string().unwrap_or_default(),
+        _ => format!("a thrown {}", v.type_name()),
+    }
+}
+
+/// Builds `runx_page`: the metadata object plus `records`, an array of JSON texts made
+/// straight from the raw record bytes.
+fn page_object<'js>(ctx: &Ctx<'js>, page: PageInput<'_>) -> rquickjs::Result<Value<'js>> {
+    let meta = ctx.json_parse(page.meta)?;
+    let Some(obj) = meta.as_object() else {
+        return Err(rquickjs::Error::new_from_js("page metadata", "object"));
+    };
+    let records = Array::new(ctx.clone())?;
+    for (i, bytes) in page.records().enumerate() {
+        let bytes = bytes
+            .ok_or_else(|| rquickjs::Error::new_from_js("page offset table", "record range"))?;
+        let text = std::str::from_utf8(bytes)
+            .map_err(|_| rquickjs::Error::new_from_js("page record bytes", "UTF-8 text"))?;
+        records.set(i, text)?;
+    }
+    obj.set("records", records)?;
+    Ok(meta)
+}
+
+struct BundleResolver(Rc<Shared>);
+struct BundleLoader(Rc<Shared>);
+
+impl Resolver for BundleResolver {
+    fn resolve<'js>(
+        &mut self,
+        _ctx: &Ctx<'js>,
+        base: &str,
+        name: &str,
+        _attributes: Option<ImportAttributes<'js>>,
+    ) -> rquickjs::Result<String> {
+        let refuse = |reason: String| {
+            let mut slot = self.0.rejected.borrow_mut();
+            slot.get_or_insert_with(|| reason.clone());
+            Err(rquickjs::Error::new_resolving_message(base, name, reason))
+        };
+        if self.0.dynamic.get() {
+            return refuse(format!(
+                "dynamic import(\"{name}\") from `{base}` rejected: modules are loaded statically; use a static import"
+            ));
+        }
+        match specifier::resolve(base, name) {
+            Ok(path) if self.0.bundle.modules.contains_key(&path) => Ok(path),
+            Ok(path) => refuse(format!(
+                "import of `{name}` from `{base}` rejected: `{path}` is not in the module bundle"
+            )),
+            Err(e) => refuse(e.to_string()),
+        }
+    }
+}
+
+impl Loader for BundleLoader {
+    fn load<'js>(
+        &mut self,
+        ctx: &Ctx<'js>,
+        name: &str,
+        _attributes: Option<ImportAttributes<'js>>,
+    ) -> rquickjs::Result<Module<'js, Declared>> {
+        let Some(source) = self.0.bundle.modules.get(name) else {
+            return Err(rquickjs::Error::new_loading_message(
+                name,
+                "not in the module bundle",
+            ));
+        };
+        Module::declare(ctx.clone(), name, source.as_str())
+    }
+}

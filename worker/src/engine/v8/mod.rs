@@ -1,0 +1,343 @@
+//! The second engine: V8, built only with the cargo feature `v8`, driven through the `v8` crate
+//! (rusty_v8, the binding deno_core is built on) without a runtime around it.
+//!
+//! # One isolate per engine, a fresh context per call
+//!
+//! A V8 isolate is the expensive part (its heap, builtins and compiler: milliseconds to set
+//! up); a context is cheap (its global object and intrinsics, deserialised from a snapshot:
+//! a few tenths of a millisecond). An engine therefore keeps one isolate, made on its first
+//! call, and gives every call a new [`v8::Context`]. The snapshot is made once per process,
+//! before any module code runs: a context in which the prelude already ran (`call::snapshot`),
+//! so each call's context starts as a copy of it, and only V8's own additions to deserialised
+//! contexts (globals of some shipped features) are deleted again per call. Every call
+//! compiles, links and evaluates its modules again inside its context, so the QuickJS
+//! guarantee holds: nothing a module does in one call can be seen by the next. Why that is
+//! safe, item by item:
+//!
+//! - **Globals, prototypes, intrinsics**: they belong to a context; each call's context is a
+//!   new copy of the snapshot's, in which no module code ever ran, and no handle to an older
+//!   context survives the call (every handle lives in the call's scopes or in its own
+//!   [`CallState`]).
+//! - **Module instances**: compiled, instantiated and evaluated per call, in the call's
+//!   context; module-level `let` state starts over. Only compiled code may be shared by V8's
+//!   compilation cache, and code holds no state.
+//! - **Microtasks**: the isolate runs them only when the engine asks (explicit policy). When a
+//!   call ends, however it ends, jobs it left queued are discarded without running: the engine
+//!   terminates execution and runs the queue, which V8 then empties (see [`Instance::run`]).
+//! - **Termination**: the wall watchdog is disarmed under its lock before the call returns,
+//!   so it can no longer fire for it, and a pending termination is cancelled before the next
+//!   call starts.
+//! - **Heap limit**: a call that reached the limit makes the near-heap-limit callback raise it
+//!   a little to unwind; the engine then drops the whole isolate and makes a fresh one for the
+//!   next call, so no raised limit and no half-collected heap carry over. Other calls leave only
+//!   garbage, which V8 collects before it would report the heap as full.
+//! - **ArrayBuffer budget**: contents of buffers of a finished call are freed when V8 collects
+//!   them; V8 collects garbage and retries when an allocation fails, so a later call gets the
+//!   whole budget (the conformance suite checks it).
+//! - **Console and import state**: kept in a [`CallState`] installed in an isolate slot for
+//!   the duration of one call and removed after it; callbacks that find no call do nothing.
+//! - **Isolate-wide tables** (the `Symbol.for` registry, internalised strings, V8's
+//!   "protector" optimisation flags) hold no data a call can read back: registered symbols are
+//!   immutable, and a protector only changes which (equivalent) code path V8 takes.
+//!
+//! The conformance suite attacks each of these with a pair of calls on one engine.
+//!
+//! # Limits
+//!
+//! Memory is bounded by V8 itself, not by the address space (V8 reserves tens of GiB up
+//! front): the isolate's heap limit is `heap_bytes`, and a near-heap-limit callback terminates
+//! the call and grants a little room to unwind; ArrayBuffer contents draw on a budget of
+//! another `heap_bytes` (module `buffers`); the worker process caps its private writable
+//! memory ([`MemoryCap::Data`]). V8 cannot fail an allocation softly: when a builtin that never
+//! checks for termination keeps allocating, V8 ends the process, and its out-of-memory handler
+//! first answers the call as `heap_bytes` through [`crate::engine::fatal`]. The stack limit is
+//! `stack_bytes` below the stack position where the isolate was made (V8 takes it as an
+//! address), and the wall is a watchdog thread calling `TerminateExecution`. An isolate is made
+//! for one pair of heap and stack limits; a call that narrows either gets a new one.
+
+use crate::engine::{ConsoleLog, Engine, EngineCall, EngineOutput, MemoryCap};
+use crate::wire::failure::{Failure, FailureCode};
+use crate::wire::limits::{Limit, Limits};
+use rusty_v8 as v8;
+use std::ffi::c_void;
+use std::rc::Rc;
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Instant;
+
+mod buffers;
+mod call;
+mod modules;
+mod stack;
+mod state;
+mod thrown;
+mod watchdog;
+
+use state::CallState;
+use watchdog::Watchdog;
+
+/// The worker's cap on private writable memory. V8 reserves tens of GiB of address space it
+/// never touches (the Oilpan cage alone is several GiB), so an address-space cap kills it at
+/// start; reservations without access do not count against `RLIMIT_DATA`, committed pages do.
+/// The isolate's heap limit and the ArrayBuffer budget (64 MiB each by default) are what a call
+/// runs into; this bounds the rest (resizable ArrayBuffers, frames, thread stacks, code). A
+/// worker holding a 60 MiB buffer and 40 MiB of objects measured 175 MiB here.
+const DATA_BYTES: u64 = 512 * 1024 * 1024;
+
+/// V8 flags, set once per process before V8 starts. This V8 ships every ES2025 feature
+/// QuickJS-ng has (`Float16Array`, `using`, iterator helpers, …) without flags. Two shipped
+/// features are turned off, both outside the intrinsics modules may see:
+/// - `Atomics.pause`: V8 adds it to every context it deserialises, and fails (a fatal error)
+///   when the context comes from a snapshot whose prelude deleted `Atomics`, as every call's
+///   context does here (see `call::snapshot`);
+/// - Temporal: the prelude deletes the global, but V8 would install it again in every
+///   deserialised context, with `Date.prototype.toTemporalInstant`, a way back to it (and
+///   `Temporal.Now` reads the real clock).
+const FLAGS: &str = "--no-js-atomics-pause --no-harmony-temporal";
+
+/// Background threads of V8's platform (concurrent GC and compilation), as Node.js and
+/// deno_core cap them.
+const PLATFORM_THREADS: u32 = 4;
+
+/// Foreground tasks V8 posted (GC and compiler housekeeping) run after a call, at most this
+/// many, so that a call's answer never waits on housekeeping.
+const PUMPED_TASKS: usize = 16;
+
+/// The least room the near-heap-limit callback grants a terminated call to unwind: V8 may have
+/// to promote its young generation (a few MiB) before the termination takes effect, and with
+/// a small `heap_bytes` an eighth of it is not enough.
+const HEADROOM_BYTES: usize = 4 * 1024 * 1024;
+
+/// V8's process-wide platform, started with the first engine.
+static PLATFORM: OnceLock<v8::SharedRef<v8::Platform>> = OnceLock::new();
+
+fn platform() -> &'static v8::SharedRef<v8::Platform> {
+    PLATFORM.get_or_init(|| {
+        v8::V8::set_flags_from_string(FLAGS);
+        let threads = std::thread::available_parallelism()
+            .map_or(1, |n| n.get() as u32)
+            .min(PLATFORM_THREADS);
+        let platform = v8::new_default_platform(threads, false).make_shared();
+        v8::V8::initialize_platform(platform.clone());
+        v8::V8::initialize();
+        platform
+    })
+}
+
+/// The V8 engine. It keeps one isolate between calls (made on the first call, replaced after a
+/// call that reached the heap limit or with other heap or stack limits) and gives every call
+/// a fresh context.
+#[derive(Default)]
+pub struct V8 {
+    instance: Option<Instance>,
+}
+
+impl std::fmt::Debug for V8 {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("V8")
+            .field("isolate", &self.instance.is_some())
+            .finish()
+    }
+}
+
+impl V8 {
+    /// A new engine; its isolate is made on the first call.
+    pub fn new() -> V8 {
+        V8 { instance: None }
+    }
+}
+
+impl Engine for V8 {
+    fn name(&self) -> &'static str {
+        "v8"
+    }
+
+    fn memory_cap(&self) -> MemoryCap {
+        MemoryCap::Data(DATA_BYTES)
+    }
+
+    fn call(&mut self, call: &EngineCall<'_>) -> Result<EngineOutput, (Failure, ConsoleLog)> {
+        let limits = call.limits;
+        if !self.instance.as_ref().is_some_and(|i| i.fits(&limits)) {
+            // The old isolate goes first: two never coexist.
+            self.instance = None;
+            let made = Instance::new(&limits).map_err(|f| (f, ConsoleLog::default()))?;
+            self.instance = Some(made);
+        }
+        let Some(instance) = self.instance.as_mut() else {
+            unreachable!("the isolate was just made")
+        };
+        let state = Rc::new(CallState::new(call));
+        let (result, keep) = instance.run(call, &state);
+        if !keep {
+            self.instance = None;
+        }
+        let log = state.log.take();
+        match result {
+            Ok(output) => Ok(EngineOutput { output, log }),
+            Err(f) => Err((f, log)),
+        }
+    }
+}
+
+/// What the near-heap-limit callback shares with the engine.
+struct HeapGuard {
+    handle: v8::IsolateHandle,
+    /// Set when the current call reached the heap limit.
+    hit: AtomicBool,
+    /// Room granted to unwind a terminated call.
+    headroom: usize,
+}
+
+/// One isolate with its watchdog and heap guard.
+struct Instance {
+    // Field order is drop order: the watchdog thread stops before the isolate goes, and the
+    // heap guard the isolate's callback points to outlives the isolate.
+    watchdog: Watchdog,
+    isolate: v8::OwnedIsolate,
+    /// The index of the prelude's helpers in the snapshot data of each context.
+    helpers: usize,
+    heap: Box<HeapGuard>,
+    heap_bytes: usize,
+}
+
+impl Instance {
+    /// An isolate for `limits`: heap and ArrayBuffer budget, explicit microtasks, no dynamic
+    /// import, the fatal out-of-memory answer, and a watchdog.
+    fn new(limits: &Limits) -> Result<Instance, Failure> {
+        // V8 starts with the first isolate of the process.
+        platform();
+        let (blob, helpers) = call::snapshot()?;
+        let params = v8::CreateParams::default()
+            .snapshot_blob(blob)
+            .external_references(call::external_references())
+            .heap_limits(0, limits.heap_bytes)
+            .array_buffer_allocator(buffers::allocator(limits.heap_bytes));
+        let mut isolate = v8::Isolate::new(params);
+        isolate.set_microtasks_policy(v8::MicrotasksPolicy::Explicit);
+        isolate.set_oom_error_handler(out_of_memory);
+        isolate.set_host_import_module_dynamically_callback(modules::refuse_dynamic_import);
+        let heap = Box::new(HeapGuard {
+            handle: isolate.thread_safe_handle(),
+            hit: AtomicBool::new(false),
+            headroom: (limits.heap_bytes / 8).max(HEADROOM_BYTES),
+        });
+        let data = &*heap as *const HeapGuard as *mut c_void;
+        isolate.add_near_heap_limit_callback(near_heap_limit, data);
+        let watchdog = Watchdog::start(isolate.thread_safe_handle()).map_err(|e| {
+            Failure::new(
+                FailureCode::Internal,
+                format!("cannot start the watchdog: {e}"),
+            )
+        })?;
+        Ok(Instance {
+            watchdog,
+            isolate,
+            helpers,
+            heap,
+            heap_bytes: limits.heap_bytes,
+        })
+    }
+
+    /// Whether a call under `limits` can run on this isolate.
+    fn fits(&self, limits: &Limits) -> bool {
+        self.heap_bytes == limits.heap_bytes
+    }
+
+    /// Runs one call in a fresh context under the wall, then clears what the call may have
+    /// left in the isolate. Returns the result and whether the isolate may serve another call.
+    fn run(
+        &mut self,
+        call: &EngineCall<'_>,
+        state: &Rc<CallState>,
+    ) -> (Result<Vec<u8>, Failure>, bool) {
+        let limits = call.limits;
+        self.isolate.cancel_terminate_execution();
+        self.heap.hit.store(false, Ordering::SeqCst);
+        stack::limit(&mut self.isolate, limits.stack_bytes);
+        self.isolate.set_slot(state.clone());
+        let started = Instant::now();
+        self.watchdog.arm(started + limits.wall());
+        let isolate = &mut self.isolate;
+        let helpers = self.helpers;
+        let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            call::run(isolate, helpers, call, state)
+        }));
+        let fired = self.watchdog.disarm();
+        // Jobs the call left queued (it failed, or code ran after the last checkpoint) must
+        // never run: with execution terminated, V8 empties the queue instead of running it.
+        self.isolate.terminate_execution();
+        self.isolate.perform_microtask_checkpoint();
+        self.isolate.cancel_terminate_execution();
+        self.isolate.remove_slot::<Rc<CallState>>();
+        state.modules.borrow_mut().clear();
+        let platform = platform();
+        for _ in 0..PUMPED_TASKS {
+            if !v8::Platform::pump_message_loop(platform, &self.isolate, false) {
+                break;
+            }
+        }
+        let heap_hit = self.heap.hit.load(Ordering::SeqCst);
+        let result = match ran {
+            _ if heap_hit => Err(Failure::exceeded(Limit::HeapBytes, &limits)),
+            // Checked again when the call returns: a call that outlived its wall fails even
+            // when it finished before the watchdog could stop it.
+            _ if fired || started.elapsed() > limits.wall() => {
+                Err(Failure::exceeded(Limit::WallMilliseconds, &limits))
+            }
+            Ok(result) => result,
+            // A panic between V8 calls leaves the isolate in an unknown state: give it up, and
+            // the worker with it.
+            Err(_) => {
+                Err(Failure::new(FailureCode::Internal, "the V8 engine panicked").discard_worker())
+            }
+        };
+        let keep = !heap_hit && ran_ok(&result);
+        (result, keep)
+    }
+}
+
+/// Whether the isolate is still trusted after a call that ended with `result`.
+fn ran_ok(result: &Result<Vec<u8>, Failure>) -> bool {
+    match result {
+        Ok(_) => true,
+        Err(f) => f.worker_reusable,
+    }
+}
+
+/// V8's near-heap-limit callback: terminates the call at the first approach and grants a
+/// little room to unwind.
+extern "C" fn near_heap_limit(data: *mut c_void, current: usize, _initial: usize) -> usize {
+    // SAFETY: `data` is the `HeapGuard` boxed in the `Instance` that owns the isolate; the box
+    // is dropped only after the isolate, so it is alive whenever V8 calls this.
+    #[allow(
+        unsafe_code,
+        reason = "reads the guard V8 hands back to the near-heap-limit callback"
+    )]
+    let guard = unsafe { &*(data as *const HeapGuard) };
+    if guard.hit.swap(true, Ordering::SeqCst) {
+        // Terminated at the first approach and still growing: the call is inside a builtin
+        // that never checks for termination. V8 cannot fail an allocation softly, so it ends
+        // the process; `out_of_memory` answers the call first.
+        return current;
+    }
+    guard.handle.terminate_execution();
+    // Room to unwind the terminated call, which takes little; kept small so that a builtin
+    // ignoring the termination reaches the second approach soon.
+    current.saturating_add(guard.headroom)
+}
+
+/// What V8 calls when it cannot allocate (its heap exhausted inside a builtin that ignores
+/// termination, or the worker's data cap reached); V8 ends the process when this returns.
+extern "C" fn out_of_memory(_location: *const std::ffi::c_char, details: &v8::OomDetails) {
+    let what = if details.is_heap_oom {
+        "JavaScript heap"
+    } else {
+        "process memory"
+    };
+    eprintln!("runx worker: V8 is out of {what}; the process ends");
+    if crate::engine::fatal::answer(Limit::HeapBytes) {
+        // The host has its answer; V8's own crash report would only add noise.
+        std::process::abort();
+    }
+}

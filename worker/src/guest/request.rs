@@ -1,0 +1,22 @@
+//! An invoke request as the session works on it, and the failure a malformed request gets.
+
+use crate::wire::failure::{Failure, FailureCode};
+use crate::wire::limits::Limits;
+use crate::wire::protocol::PageLayout;
+use std::collections::BTreeMap;
+
+/// An invoke request: what the host asked for, apart from its bundle.
+pub(super) struct Invoke {
+    /// The call id the host used.
+    pub(super) id: u64,
+    pub(super) export: Option<String>,
+    pub(super) environment: BTreeMap<String, String>,
+    pub(super) limits: Limits,
+    pub(super) input_len: u32,
+    pub(super) page: Option<PageLayout>,
+}
+
+/// The failure of a request the worker cannot read or will not take.
+pub(super) fn invalid(message: impl Into<String>) -> Failure {
+    Failure::new(FailureCode::InvalidRequest, message)
+}
