@@ -58,7 +58,22 @@
 //!
 //! [`discover()`] turns paths into [`Suite`]s (a broken package carries a [`PackageError`] naming
 //! file and line; only unusable paths are a [`HarnessError`]), and [`run_suites`] runs them on
-//! one [`Runtime`](runx_runtime::Runtime) into a serializable [`Report`].
+//! one [`Runtime`](runx_runtime::Runtime) into a serializable [`Report`]:
+//!
+//! ```no_run
+//! use runx_harness::{ReportStatus, discover, run_suites};
+//! use runx_runtime::Runtime;
+//! use std::path::PathBuf;
+//!
+//! let suites = discover(&[PathBuf::from("skill-fixtures")])?;
+//! let report = run_suites(&Runtime::discover(), &suites);
+//! println!("{} passed, {} failed", report.passed, report.failed);
+//! assert_eq!(report.status, ReportStatus::Passed);
+//! # Ok::<(), runx_harness::HarnessError>(())
+//! ```
+//!
+//! This crate is not where cases are printed (the `runx harness` command does that) nor where a
+//! run happens (`runx-runtime`).
 
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]

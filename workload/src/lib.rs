@@ -9,6 +9,18 @@
 //! | `memory` | memory as the kernel accounts it, sampled while a run goes ([`Sampler`]) |
 //! | `procfs` | status fields and children of a process, from `/proc` |
 //! | `stats` | percentiles and the growth exponent of a series |
+//!
+//! ```
+//! use runx_workload::{AGGREGATE_MODULE, archive, growth_exponent};
+//!
+//! // A generated archive of about 64 KiB: its bytes and how many records it holds.
+//! let (bytes, records) = archive(64 * 1024);
+//! assert!(bytes.len() >= 64 * 1024 && records > 0);
+//! assert!(AGGREGATE_MODULE.contains("runx_page"));
+//! // Time that doubles with size grows with exponent 1.
+//! let fit = growth_exponent(&[(1.0, 2.0), (2.0, 4.0), (4.0, 8.0)]);
+//! assert!(fit.is_some_and(|b| (b - 1.0).abs() < 1e-9));
+//! ```
 #![forbid(unsafe_code)]
 
 mod memory;
