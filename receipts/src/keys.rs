@@ -1,8 +1,8 @@
 //! Signing and verification keys: where they come from (the environment, a key file), how
 //! their values are checked, and signing and verifying a body digest with them.
 
+use crate::bounds::KEY_FILE_BYTES;
 use crate::digest::sha256_hex;
-use crate::limits::KEY_FILE_BYTES;
 use crate::names::{
     REQUIRE_SIGNED_ENV, SIGN_ISSUER_TYPE_ENV, SIGN_KID_ENV, SIGN_NAMES, SIGN_SEED_ENV,
     VERIFY_KID_ENV, VERIFY_NAMES, VERIFY_PUBLIC_KEY_ENV,

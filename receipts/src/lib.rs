@@ -32,14 +32,14 @@
 //! | `seal`, `signature`, `keys`, `names` | the seal (body digest), the signature block, signing and verification keys and where they come from |
 //! | `verification` | checking receipt files offline (`runx receipt verify`) |
 //! | `durable` | a file that appears whole or not at all |
-//! | `limits` | the bounds on the files this crate reads |
+//! | `bounds` | the bounds on the files this crate reads |
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+mod bounds;
 mod digest;
 mod durable;
 mod keys;
-mod limits;
 mod names;
 mod quote;
 mod receipt;
@@ -52,13 +52,13 @@ mod seal_tests;
 #[cfg(test)]
 mod verification_tests;
 
+pub use bounds::{FileBound, KEY_FILE_BYTES, RECEIPT_BYTES};
 pub use digest::{canonical_json, digest, sha256_hex, spell};
 pub use durable::write_new;
 pub use keys::{
     IssuerType, KeyError, KeyRole, SignatureCheck, Signer, VerifyKey, guard_process,
     require_signed_from_env,
 };
-pub use limits::{FileBound, KEY_FILE_BYTES, RECEIPT_BYTES};
 pub use names::{
     RECEIPT_DIR_ENV, REQUIRE_SIGNED_ENV, SIGN_ENV_PREFIX, SIGN_ISSUER_TYPE_ENV, SIGN_KID_ENV,
     SIGN_SEED_ENV, VERIFY_KID_ENV, VERIFY_PUBLIC_KEY_ENV, is_signing_name,

@@ -7,9 +7,9 @@
 //! it lists to lie beside it, have the digest it records, and verify in turn. The first check
 //! that fails is reported with its [`Check`] and a message saying what differs.
 
+use crate::bounds::RECEIPT_BYTES;
 use crate::digest::digest;
 use crate::keys::{SignatureCheck, VerifyKey};
-use crate::limits::RECEIPT_BYTES;
 use crate::quote::printable;
 use crate::receipt::{HARNESS_RECEIPT_SCHEMA, RECEIPT_SCHEMA};
 use crate::seal::body_digest;

@@ -85,7 +85,7 @@ pub use host::process::WorkerCommand;
 pub use host::process::call::{Call, PagePayload, PageRecords, Reply};
 pub use host::scope::{EntryKind, Scope, ScopeError, read_capped};
 
+pub use wire::call_limits::{Limit, Limits, MAX_TIMEOUT_SECONDS, MIB, MIN_TIMEOUT_SECONDS};
 pub use wire::failure::{Failure, FailureCode, MESSAGE_BYTES, bound_message};
 pub use wire::frame::{FrameError, MAX_FRAME_BYTES, read_frame, split_payload, write_frame};
-pub use wire::limits::{Limit, Limits, MAX_TIMEOUT_SECONDS, MIB, MIN_TIMEOUT_SECONDS};
-pub use wire::protocol::{ByteRange, Header, Message, PROTOCOL_VERSION, PageLayout, encode_spans};
+pub use wire::message::{ByteRange, Header, Message, PROTOCOL_VERSION, PageLayout, encode_spans};

@@ -6,8 +6,8 @@
 //! behind this trait, and the conformance tests run against each engine that is built.
 
 use crate::engine::bundle::ModuleBundle;
+use crate::wire::call_limits::Limits;
 use crate::wire::failure::Failure;
-use crate::wire::limits::Limits;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::sync::Arc;

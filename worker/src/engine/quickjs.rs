@@ -7,8 +7,8 @@
 use crate::engine::bundle::{ModuleBundle, exception_text};
 use crate::engine::specifier;
 use crate::engine::{ConsoleLog, Engine, EngineCall, EngineOutput, MemoryCap, PageInput};
+use crate::wire::call_limits::{Limit, Limits};
 use crate::wire::failure::{Failure, FailureCode};
-use crate::wire::limits::{Limit, Limits};
 use rquickjs::context::intrinsic;
 use rquickjs::function::This;
 use rquickjs::loader::{ImportAttributes, Loader, Resolver};

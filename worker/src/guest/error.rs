@@ -1,7 +1,7 @@
 //! Why a worker process stops.
 
 use crate::wire::frame::FrameError;
-use crate::wire::protocol::PROTOCOL_VERSION;
+use crate::wire::message::PROTOCOL_VERSION;
 
 /// Why the worker stopped serving.
 #[derive(Debug, thiserror::Error)]

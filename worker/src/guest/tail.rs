@@ -3,9 +3,9 @@
 
 use super::request::{Invoke, invalid};
 use crate::engine::spans_of_ends;
+use crate::wire::call_limits::Limits;
 use crate::wire::failure::Failure;
-use crate::wire::limits::Limits;
-use crate::wire::protocol::{PageLayout, decode_ends};
+use crate::wire::message::{PageLayout, decode_ends};
 
 /// The parts of an invoke tail: the input, and the page's metadata, the bytes holding its
 /// records and each record's span in them.
@@ -92,7 +92,7 @@ type PageBytes<'a> = (&'a [u8], Vec<(u32, u32)>);
 /// JavaScript.
 fn read_range<'a>(
     file: &std::fs::File,
-    range: crate::wire::protocol::ByteRange,
+    range: crate::wire::message::ByteRange,
     table: &[u8],
     layout: &PageLayout,
     limits: &Limits,
@@ -105,7 +105,7 @@ fn read_range<'a>(
         .ok()
         .filter(|&len| len <= 2 * limits.input_bytes)
         .ok_or_else(|| invalid(format!("a page range of {} bytes is too long", range.len)))?;
-    let spans = crate::wire::protocol::decode_spans(table, range.len, layout.blob_len as usize)
+    let spans = crate::wire::message::decode_spans(table, range.len, layout.blob_len as usize)
         .ok_or_else(|| invalid("the page's record span table is malformed"))?;
     let meta = crate::host::descriptor::fd_stat(std::os::fd::AsRawFd::as_raw_fd(file))
         .map_err(|e| invalid(format!("the page's descriptor cannot be read: {e}")))?;

@@ -73,7 +73,7 @@ pub fn collect(root: &Path, entry: &str, source_limit: usize) -> Result<ModuleBu
         message: e.to_string(),
     };
     let rt = Runtime::new().map_err(engine_error)?;
-    rt.set_memory_limit(256 * crate::wire::limits::MIB);
+    rt.set_memory_limit(256 * crate::wire::call_limits::MIB);
     rt.set_loader(CollectResolver(state.clone()), CollectLoader(state.clone()));
     let ctx = Context::full(&rt).map_err(engine_error)?;
     let compiled: Result<(), String> =

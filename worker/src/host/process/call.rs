@@ -3,8 +3,8 @@
 
 use crate::engine::ConsoleLog;
 use crate::engine::bundle::ModuleBundle;
-use crate::wire::limits::Limits;
-use crate::wire::protocol::ByteRange;
+use crate::wire::call_limits::Limits;
+use crate::wire::message::ByteRange;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;

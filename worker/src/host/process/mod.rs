@@ -2,10 +2,10 @@
 
 use crate::engine::ConsoleLog;
 use crate::host::descriptor;
+use crate::wire::call_limits::Limit;
 use crate::wire::failure::Failure;
 use crate::wire::frame::{FrameError, split_payload, write_frame};
-use crate::wire::limits::Limit;
-use crate::wire::protocol::{Header, Message, PageLayout, encode_ends, encode_spans};
+use crate::wire::message::{Header, Message, PageLayout, encode_ends, encode_spans};
 use nix::sys::signal::{Signal, killpg};
 use nix::unistd::Pid;
 use std::collections::HashSet;
@@ -488,7 +488,7 @@ impl WorkerProcess {
             split_payload(&frame).map_err(|e| Wait::Broken(format!("malformed reply: {e}")))?;
         let header: Header = serde_json::from_slice(head)
             .map_err(|e| Wait::Broken(format!("unreadable reply header: {e}")))?;
-        if header.v != crate::wire::protocol::PROTOCOL_VERSION {
+        if header.v != crate::wire::message::PROTOCOL_VERSION {
             return Err(Wait::Broken(format!(
                 "the worker speaks protocol version {}",
                 header.v
