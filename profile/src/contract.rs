@@ -181,7 +181,7 @@ pub struct Resolved {
 /// Applies declared defaults and checks every declared input; undeclared inputs pass through
 /// unchanged, because a skill may read optional extras the profile does not describe.
 ///
-/// For a paged javascript runner it also reads the two page inputs (see [`page_source`]) and
+/// For a paged javascript runner it also reads the two page inputs (`path_from`, `path_scope_from`) and
 /// refuses a caller-supplied `runx_page`.
 pub fn resolve_inputs(runner: &Runner, given: Map<String, Value>) -> Result<Resolved, InputError> {
     let inputs = resolve_declared(runner, given)?;

@@ -157,9 +157,10 @@ pub struct Profile {
     /// as its text (`1.5` -> `"1.5"`), but YAML has already read it as a number, so `1.10`
     /// becomes `"1.1"`: authors should quote versions.
     pub version: String,
-    /// The package directory ([`load`] canonicalises it; [`parse()`] keeps what it was given).
+    /// The package directory ([`load`](crate::load) canonicalises it; [`parse()`](crate::parse())
+    /// keeps what it was given).
     pub dir: PathBuf,
-    /// `sha256:<hex>` of the profile text, the `X.yaml` bytes [`load`] read.
+    /// `sha256:<hex>` of the profile text, the `X.yaml` bytes [`load`](crate::load) read.
     pub digest: String,
     /// The runners this runtime runs, by name. The single top-level `run:` form is one runner
     /// named `default`.

@@ -46,7 +46,7 @@ const TOP_DECLARED_ONLY_KEYS: &[&str] = &["runx", "policy", "emits", "catalog", 
 
 /// Reads and parses `dir/X.yaml`: opened inside `dir` through [`Scope`] (no symlink, a regular
 /// file, opened without blocking), read up to [`PROFILE_BYTES`], checked for nesting depth
-/// ([`crate::yaml`]) and parsed. `runx skill`, `runx skill inspect` and `runx harness` all read
+/// ([`check_depth`](crate::check_depth)) and parsed. `runx skill`, `runx skill inspect` and `runx harness` all read
 /// profiles here.
 pub fn load(dir: &Path) -> Result<Profile, ProfileError> {
     let (dir, text) = read_text(dir)?;

@@ -255,7 +255,7 @@ impl Receipt {
     }
 
     /// Writes the receipt as `<dir>/<id>.json`, creating `dir` when needed, atomically: the
-    /// file appears whole or not at all ([`crate::durable`]).
+    /// file appears whole or not at all ([`write_new`](crate::write_new)).
     pub fn write(&self, dir: &Path) -> std::io::Result<PathBuf> {
         let mut text = serde_json::to_vec_pretty(self).map_err(std::io::Error::other)?;
         text.push(b'\n');

@@ -29,7 +29,7 @@ pub fn run_json(o: &RunOutcome) -> Value {
 }
 
 /// The result for a request refused before any run (no package loaded, no receipt): the same
-/// keys as [`run_result`].
+/// keys as [`run_json`].
 pub fn refused_json(runner: Option<&str>, error: &RunError) -> Value {
     json!({
         "status": "failure", "skill": null, "runner": runner,

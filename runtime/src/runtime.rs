@@ -170,7 +170,7 @@ impl Runtime {
         self
     }
 
-    /// Signs every receipt with `signer` (see [`crate::signing`]). Without one, receipts are
+    /// Signs every receipt with `signer` (see [`runx_receipts::Signer`]). Without one, receipts are
     /// sealed but unsigned.
     pub fn with_signer(mut self, signer: Signer) -> Runtime {
         self.signer = Some(signer);

@@ -198,7 +198,7 @@ pub struct PagesRun {
     pub memory: crate::memory::Peaks,
 }
 
-/// Where [`run_pages`] finds its package and archive.
+/// Where [`Bench::run_pages`] finds its package and archive.
 #[derive(Clone, Debug)]
 pub struct Bench {
     /// The workspace: the archive path is relative to it, receipts go under it.

@@ -18,7 +18,7 @@ pub enum FramingError {
         reason: &'static str,
     },
 
-    /// No `[` was found within [`MAX_PREFIX_BYTES`](crate::framing::MAX_PREFIX_BYTES).
+    /// No `[` was found within the first 64 KiB (`MAX_PREFIX_BYTES`).
     #[error("no opening '[' within the first {limit} bytes (scanned up to byte {offset})")]
     PrefixTooLong {
         /// Byte offset in the artifact.

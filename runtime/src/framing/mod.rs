@@ -137,7 +137,7 @@ enum Next {
 impl<'a> Framer<'a> {
     /// Parses the optional BOM, assignment prefix and opening `[`.
     ///
-    /// Accepted heads (the `[` must start within [`MAX_PREFIX_BYTES`]):
+    /// Accepted heads (the `[` must start within the first 64 KiB, `MAX_PREFIX_BYTES`):
     /// `[`, whitespace then `[`, or `path.to.name <ws> = <ws> [` where each
     /// path segment is `[A-Za-z_$][A-Za-z0-9_$]*` and the path starts at
     /// offset 0 (after the BOM, if any).

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 /// Everything that can stop a subprocess run before or while it is supervised.
 ///
 /// A process that starts and then fails (non-zero exit, signal, timeout,
-/// cancellation) is not an error: it is reported through [`Termination`](super::Termination).
+/// cancellation) is not an error: it is reported through its `Termination`.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum SubprocessError {
