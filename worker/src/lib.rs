@@ -59,7 +59,7 @@ mod wire;
 
 pub use engine::bundle::ModuleBundle;
 pub use engine::quickjs::{ALLOWED_GLOBALS, QuickJs};
-pub use engine::specifier::{Rejected as ImportRejected, check_entry as check_module_entry};
+pub use engine::specifier::{ImportRejected, check_module_entry};
 #[cfg(feature = "v8")]
 pub use engine::v8::V8;
 pub use engine::{
@@ -77,8 +77,8 @@ pub use guest::start::{
 };
 
 pub use host::cancel::CancelToken;
-pub use host::child::spawn as spawn_child;
-pub use host::collect::{BundleError, collect as collect_bundle};
+pub use host::child::spawn_child;
+pub use host::collect::{BundleError, collect_bundle};
 pub use host::pool::lease::{Lease, LeaseError};
 pub use host::pool::{CallError, MAX_WORKERS, Pool, PoolConfig};
 pub use host::process::WorkerCommand;

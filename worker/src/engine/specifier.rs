@@ -7,7 +7,7 @@
 /// Why a specifier was refused.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[error("import of `{specifier}` from `{base}` rejected: {reason}")]
-pub struct Rejected {
+pub struct ImportRejected {
     /// The specifier as written in the importing module.
     pub specifier: String,
     /// The bundle path of the importing module.
@@ -22,8 +22,8 @@ pub struct Rejected {
 /// specifiers (`./x.mjs`, `../y.js`) naming `.mjs` or `.js` files are allowed: bare names
 /// (`lodash`), URLs and `node:` specifiers, absolute paths and anything that climbs out of the
 /// bundle root are rejected.
-pub fn resolve(base: &str, specifier: &str) -> Result<String, Rejected> {
-    let reject = |reason| Rejected {
+pub fn resolve(base: &str, specifier: &str) -> Result<String, ImportRejected> {
+    let reject = |reason| ImportRejected {
         specifier: specifier.to_string(),
         base: base.to_string(),
         reason,
@@ -66,7 +66,7 @@ pub fn resolve(base: &str, specifier: &str) -> Result<String, Rejected> {
 }
 
 /// Checks that a module path given by a profile (the entry) is a portable relative path.
-pub fn check_entry(path: &str) -> Result<String, Rejected> {
+pub fn check_module_entry(path: &str) -> Result<String, ImportRejected> {
     let spec = if path.starts_with('/') || path.starts_with("./") || path.starts_with("../") {
         path.to_string()
     } else {
@@ -111,9 +111,9 @@ mod tests {
 
     #[test]
     fn entries_are_checked_like_imports() {
-        assert_eq!(check_entry("src/main.mjs").unwrap(), "src/main.mjs");
-        assert!(check_entry("/abs.mjs").is_err());
-        assert!(check_entry("../up.mjs").is_err());
-        assert!(check_entry("main.ts").is_err());
+        assert_eq!(check_module_entry("src/main.mjs").unwrap(), "src/main.mjs");
+        assert!(check_module_entry("/abs.mjs").is_err());
+        assert!(check_module_entry("../up.mjs").is_err());
+        assert!(check_module_entry("main.ts").is_err());
     }
 }

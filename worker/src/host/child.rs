@@ -26,7 +26,7 @@ type Job = (Command, mpsc::SyncSender<io::Result<Child>>);
 
 /// Starts `command` as a child tied to this process (see the module docs). Set-up the caller
 /// added with `pre_exec` runs too.
-pub fn spawn(command: Command) -> io::Result<Child> {
+pub fn spawn_child(command: Command) -> io::Result<Child> {
     spawn_inner(command, None)
 }
 
@@ -178,7 +178,7 @@ mod tests {
                 "[ -e /proc/$$/fd/{raw} ] && echo leaked; echo done"
             ))
             .stdout(Stdio::piped());
-        let out = spawn(c).unwrap().wait_with_output().unwrap();
+        let out = spawn_child(c).unwrap().wait_with_output().unwrap();
         assert_eq!(
             String::from_utf8_lossy(&out.stdout),
             "done\n",
@@ -192,7 +192,7 @@ mod tests {
         let child = std::thread::spawn(|| {
             let mut c = Command::new("/bin/sleep");
             c.arg("5");
-            spawn(c).unwrap()
+            spawn_child(c).unwrap()
         })
         .join()
         .unwrap();

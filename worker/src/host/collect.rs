@@ -3,7 +3,7 @@
 //! `.mjs`/`.js`, UTF-8, within the source limit).
 
 use crate::engine::bundle::{ModuleBundle, exception_text, module_cost};
-use crate::engine::specifier::{self, Rejected};
+use crate::engine::specifier::{self, ImportRejected};
 use crate::host::scope::{Scope, ScopeError};
 use rquickjs::loader::{ImportAttributes, Loader, Resolver};
 use rquickjs::module::Declared;
@@ -19,7 +19,7 @@ use std::rc::Rc;
 pub enum BundleError {
     /// A specifier broke the import rules.
     #[error(transparent)]
-    Rejected(#[from] Rejected),
+    Rejected(#[from] ImportRejected),
     /// A module file is missing, a symlink, outside the skill, or unreadable.
     #[error("module `{path}`: {reason}")]
     File {
@@ -54,8 +54,12 @@ pub enum BundleError {
 /// compiles, through the same rule the worker uses (`specifier::resolve`). Every file is opened
 /// inside `root` through [`Scope`]: a regular file reached without any symlink, read up to what
 /// is left of `source_limit`.
-pub fn collect(root: &Path, entry: &str, source_limit: usize) -> Result<ModuleBundle, BundleError> {
-    let entry = specifier::check_entry(entry)?;
+pub fn collect_bundle(
+    root: &Path,
+    entry: &str,
+    source_limit: usize,
+) -> Result<ModuleBundle, BundleError> {
+    let entry = specifier::check_module_entry(entry)?;
     let scope = Scope::open(root).map_err(|e| BundleError::File {
         path: root.display().to_string(),
         reason: format!("the skill directory cannot be opened: {e}"),
