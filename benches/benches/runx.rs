@@ -7,7 +7,8 @@
 //! the end-to-end and memory parts, the release `runx`:
 //! `cargo build --release -p runx-worker -p runx-cli`. With `--features v8` (and the worker
 //! and `runx` built with `--features runx-worker/v8,runx-cli/v8`), V8 is measured beside
-//! QuickJS and the report ends with the side-by-side tables of the README.
+//! QuickJS and the report ends with the side-by-side tables of the dated results pages
+//! (`docs/src/results/`).
 
 use runx_profile::STATE_BYTES;
 use runx_runtime::Runtime;
@@ -1059,9 +1060,9 @@ fn scaling(worker: &WorkerCommand, rows: &[SizeRow], have_runx: bool) {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-// Long on purpose: one markdown table per question, in the order the README shows them.
+// Long on purpose: one markdown table per question, in the order the results pages show them.
 fn summary(engines: &[&str], latencies: &[Latency], rows: &[SizeRow], node: Option<&str>) {
-    println!("\nsummary (markdown, as in the README)\n");
+    println!("\nsummary (markdown, as in docs/src/results/)\n");
     let mut head = String::from("| archive | page |");
     let mut rule = String::from("|---|---|");
     for e in engines {

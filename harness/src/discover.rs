@@ -323,7 +323,11 @@ fn check_package_file(dir: &Path, profile: &Path, file: &RelPath) -> Result<(), 
         .components()
         .find(|c| !matches!(c, std::path::Component::CurDir))
         .is_some_and(|c| c.as_os_str() == FIXTURES_DIR);
-    let regular = std::fs::symlink_metadata(dir.join(&file.0)).is_ok_and(|m| m.is_file());
+    // Opened as the copy will open it: inside the package, through no symbolic link at any
+    // component, a regular file.
+    let regular = Scope::open(dir)
+        .ok()
+        .is_some_and(|scope| scope.open_file(&file.0).is_ok());
     if under_fixtures && regular {
         return Ok(());
     }

@@ -473,25 +473,35 @@ fn prepare_and_run(
 }
 
 /// Copies an inline `harness.files` entry to the same path in the workspace; files under
-/// `fixtures/bin/` are made executable, as runx packages expect.
-fn copy_package_file(package: &Path, rel: &RelPath, workspace: &Path) -> Result<(), HarnessError> {
+/// `fixtures/bin/` are made executable, as runx packages expect. The file is opened inside the
+/// package through [`Scope`], like every file runx reads of a package: no component of its path
+/// may be a symbolic link, and it must be a regular file (discovery checked the same, but the
+/// package may have changed since).
+pub(crate) fn copy_package_file(
+    package: &Path,
+    rel: &RelPath,
+    workspace: &Path,
+) -> Result<(), HarnessError> {
     use std::os::unix::fs::PermissionsExt;
     let io = |context: String| move |source| HarnessError::Workspace { context, source };
     let from = package.join(&rel.0);
-    let meta =
-        std::fs::symlink_metadata(&from).map_err(io(format!("cannot stat {}", from.display())))?;
-    if !meta.is_file() {
-        return Err(HarnessError::path(
-            &from,
-            "is not a regular file; `harness.files` copies regular files only",
-        ));
-    }
+    let mut source = Scope::open(package)
+        .map_err(io(format!("cannot open {}", package.display())))?
+        .open_file(&rel.0)
+        .map_err(|e| {
+            HarnessError::path(
+                &from,
+                format!("cannot be copied: {e}; `harness.files` copies regular files only"),
+            )
+        })?;
     let dest = workspace.join(&rel.0);
     if let Some(parent) = dest.parent() {
         std::fs::create_dir_all(parent)
             .map_err(io(format!("cannot create {}", parent.display())))?;
     }
-    std::fs::copy(&from, &dest).map_err(io(format!("cannot copy {}", from.display())))?;
+    let mut copy =
+        std::fs::File::create(&dest).map_err(io(format!("cannot create {}", dest.display())))?;
+    std::io::copy(&mut source, &mut copy).map_err(io(format!("cannot copy {}", from.display())))?;
     let executable = Path::new(&rel.0)
         .parent()
         .is_some_and(|p| p.ends_with(Path::new(FIXTURES_DIR).join("bin")));

@@ -384,12 +384,16 @@ fn packages_without_cases_are_not_declared() {
 #[test]
 fn inline_files_must_be_regular_files_under_fixtures() {
     let outside = tempfile::NamedTempFile::new().expect("tempfile");
+    let outside_dir = tempfile::tempdir().expect("tempdir");
+    std::fs::write(outside_dir.path().join("secret.txt"), "secret").expect("secret");
     for (files, want) in [
         ("[../secret.txt]", "must be relative"),
         ("[/etc/passwd]", "must be relative"),
         ("[m.mjs]", "under `fixtures/`"),
         ("[fixtures/missing.txt]", "under `fixtures/`"),
         ("[fixtures/link.txt]", "under `fixtures/`"),
+        // A link in the middle of the path, to a directory outside the package.
+        ("[fixtures/linked_dir/secret.txt]", "under `fixtures/`"),
         ("[fixtures]", "under `fixtures/`"),
     ] {
         let pkg = package(
@@ -397,6 +401,8 @@ fn inline_files_must_be_regular_files_under_fixtures() {
             &[("m.mjs", ECHO), ("fixtures/ok.txt", "ok")],
         );
         std::os::unix::fs::symlink(outside.path(), pkg.path().join("fixtures/link.txt"))
+            .expect("symlink");
+        std::os::unix::fs::symlink(outside_dir.path(), pkg.path().join("fixtures/linked_dir"))
             .expect("symlink");
         let suites = discover(&[pkg.path().to_path_buf()]).expect("discover");
         let broken = suites[0].broken.clone().expect(files);
@@ -437,4 +443,28 @@ fn discovery_does_not_follow_links_and_stays_bounded() {
         matches!(suites, Err(HarnessError::Path { .. })),
         "{suites:?}"
     );
+}
+
+#[test]
+fn a_package_file_swapped_for_a_link_after_discovery_is_not_copied() {
+    // Discovery saw a regular file; by the time the case runs, its directory is a link out of
+    // the package. The copy opens the file inside the package and refuses the link.
+    let outside = tempfile::tempdir().expect("tempdir");
+    std::fs::write(outside.path().join("secret.json"), "{\"secret\": 1}").expect("secret");
+    let pkg = package(
+        &format!(
+            "{PROFILE}harness:\n  files: [fixtures/d/secret.json]\n  cases: [{{ name: a }}]\n"
+        ),
+        &[("m.mjs", ECHO), ("fixtures/d/secret.json", "{}")],
+    );
+    let suites = discover(&[pkg.path().to_path_buf()]).expect("discover");
+    assert!(suites[0].broken.is_none(), "{:?}", suites[0].broken);
+    std::fs::remove_dir_all(pkg.path().join("fixtures/d")).expect("rm");
+    std::os::unix::fs::symlink(outside.path(), pkg.path().join("fixtures/d")).expect("symlink");
+    let workspace = tempfile::tempdir().expect("workspace");
+    let rel = RelPath("fixtures/d/secret.json".into());
+    let err = crate::run::copy_package_file(pkg.path(), &rel, workspace.path())
+        .expect_err("a file reached through a link is refused");
+    assert!(err.to_string().contains("symlink"), "{err}");
+    assert!(!workspace.path().join("fixtures/d/secret.json").exists());
 }

@@ -61,7 +61,7 @@ pub enum FailureKind {
 }
 
 impl FailureKind {
-    /// Every kind, in the order of the README table.
+    /// Every kind, in the order of the table in `docs/src/failures.md`.
     pub const ALL: [FailureKind; 18] = [
         FailureKind::Usage,
         FailureKind::Input,

@@ -349,43 +349,31 @@ pub fn filter(engine: &str) -> Result<Vec<BpfProgram>, String> {
     allow.insert(libc::SYS_clone3, Vec::new());
     // `clone` only for threads: a flags argument without CLONE_THREAD would be a new process.
     let thread = libc::CLONE_THREAD as u64;
-    allow.insert(
-        libc::SYS_clone,
-        vec![
-            SeccompRule::new(vec![
-                SeccompCondition::new(
-                    0,
-                    SeccompCmpArgLen::Qword,
-                    SeccompCmpOp::MaskedEq(thread),
-                    thread,
-                )
-                .map_err(err)?,
-            ])
-            .map_err(err)?,
-        ],
-    );
+    let threads = arg_rule(
+        0,
+        SeccompCmpArgLen::Qword,
+        SeccompCmpOp::MaskedEq(thread),
+        thread,
+    )?;
+    allow.insert(libc::SYS_clone, vec![threads]);
     // `prctl` only to name a thread or a mapping (V8 names its reservations).
-    let prctl = |option: i32| {
-        SeccompCondition::new(0, SeccompCmpArgLen::Dword, SeccompCmpOp::Eq, option as u64)
-            .and_then(|c| SeccompRule::new(vec![c]))
-            .map_err(err)
-    };
+    let prctl = |option: i32| arg_rule(0, SeccompCmpArgLen::Dword, SeccompCmpOp::Eq, option as u64);
     allow.insert(
         libc::SYS_prctl,
         vec![prctl(libc::PR_SET_NAME)?, prctl(libc::PR_SET_VMA)?],
     );
     // `tgkill` only towards this process (abort() signals itself).
     let pid = u64::from(std::process::id());
-    allow.insert(
-        libc::SYS_tgkill,
-        vec![
-            SeccompRule::new(vec![
-                SeccompCondition::new(0, SeccompCmpArgLen::Dword, SeccompCmpOp::Eq, pid)
-                    .map_err(err)?,
-            ])
-            .map_err(err)?,
-        ],
-    );
+    let itself = arg_rule(0, SeccompCmpArgLen::Dword, SeccompCmpOp::Eq, pid)?;
+    allow.insert(libc::SYS_tgkill, vec![itself]);
+    // `fcntl(fd, F_GETFD)` for every engine (V8 may call `fcntl` freely): a debug build of the
+    // Rust standard library checks that a descriptor is open before it closes it, this way.
+    // It reads one flag of one of this process's own descriptors, in either profile.
+    let get_fd = libc::F_GETFD as u64;
+    let read_flag = arg_rule(1, SeccompCmpArgLen::Dword, SeccompCmpOp::Eq, get_fd)?;
+    allow
+        .entry(libc::SYS_fcntl)
+        .or_insert_with(|| vec![read_flag]);
     let allowed = SeccompFilter::new(
         allow,
         SeccompAction::KillProcess,
@@ -413,6 +401,18 @@ pub fn filter(engine: &str) -> Result<Vec<BpfProgram>, String> {
         .into_iter()
         .map(|f| BpfProgram::try_from(f).map_err(|e| e.to_string()))
         .collect()
+}
+
+/// A rule that matches when argument `arg` compares to `value` by `op`.
+fn arg_rule(
+    arg: u8,
+    len: SeccompCmpArgLen,
+    op: SeccompCmpOp,
+    value: u64,
+) -> Result<SeccompRule, String> {
+    SeccompCondition::new(arg, len, op, value)
+        .and_then(|c| SeccompRule::new(vec![c]))
+        .map_err(|e| e.to_string())
 }
 
 #[cfg(test)]
@@ -452,6 +452,54 @@ mod tests {
                     status,
                     WaitStatus::Signaled(child, Signal::SIGSYS, false),
                     "exit 10: not installed, 11: open was not EACCES, 12: socket was allowed"
+                );
+            }
+        }
+    }
+
+    #[test]
+    #[allow(
+        unsafe_code,
+        reason = "the test forks a child to see the filter answer fcntl"
+    )]
+    fn fcntl_may_read_a_descriptor_flag_and_nothing_else() {
+        use nix::sys::signal::Signal;
+        use nix::sys::wait::{WaitStatus, waitpid};
+        use std::io::Read;
+        use std::os::fd::AsRawFd;
+        let filters = filter("quickjs").expect("the filter builds");
+        // The child says on this pipe that it survived F_GETFD: a kill there would look like
+        // the kill at F_SETFL otherwise.
+        let (read_end, write_end) = nix::unistd::pipe().expect("pipe");
+        // SAFETY: the child only makes raw system calls (prctl, seccomp, fcntl, write, _exit)
+        // and touches no lock or allocator state another thread might hold.
+        match unsafe { nix::unistd::fork() }.expect("fork") {
+            nix::unistd::ForkResult::Child => unsafe {
+                for f in &filters {
+                    if seccompiler::apply_filter(f).is_err() {
+                        libc::_exit(10);
+                    }
+                }
+                // What a debug build's standard library asks before it closes a descriptor.
+                if libc::fcntl(1, libc::F_GETFD) == -1 {
+                    libc::_exit(11);
+                }
+                libc::write(write_end.as_raw_fd(), b"1".as_ptr().cast(), 1);
+                libc::fcntl(1, libc::F_SETFL, 0);
+                libc::_exit(12);
+            },
+            nix::unistd::ForkResult::Parent { child } => {
+                drop(write_end);
+                let status = waitpid(child, None).expect("wait");
+                let mut said = String::new();
+                std::fs::File::from(read_end)
+                    .read_to_string(&mut said)
+                    .expect("read");
+                assert_eq!(said, "1", "the child did not survive F_GETFD ({status:?})");
+                assert_eq!(
+                    status,
+                    WaitStatus::Signaled(child, Signal::SIGSYS, false),
+                    "exit 10: not installed, 11: F_GETFD failed, 12: F_SETFL was allowed"
                 );
             }
         }

@@ -405,7 +405,7 @@ fn module_names_count_toward_the_source_limit() {
 }
 
 /// The number of cases of each property test: modest in CI, and as many as
-/// `PROPTEST_CASES` says for a long run (the README records one of a million each).
+/// `PROPTEST_CASES` says for a long run (docs/src/results/ records one of a million each).
 fn cases() -> u32 {
     std::env::var("PROPTEST_CASES")
         .ok()

@@ -505,7 +505,7 @@ impl WorkerProcess {
                     use std::os::unix::process::ExitStatusExt;
                     return match status.signal() {
                         Some(sig) if sig == Signal::SIGSYS as i32 => format!(
-                            "the worker process died from signal {sig} (SIGSYS): the engine made a system call outside the worker's seccomp allow-list (see \"The seccomp filter\" in the README)"
+                            "the worker process died from signal {sig} (SIGSYS): the engine made a system call outside the worker's seccomp allow-list (see \"The seccomp filter\" in docs/src/security.md)"
                         ),
                         Some(sig) => format!(
                             "the worker process died from signal {} ({})",
