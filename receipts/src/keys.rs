@@ -10,6 +10,7 @@ use crate::names::{
 use crate::quote::printable;
 use crate::signature::{ALGORITHM, SignatureBlock, VALUE_PREFIX, statement};
 use base64::Engine as _;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::engine::{DecodePaddingMode, GeneralPurpose, GeneralPurposeConfig};
 use ed25519_dalek::{Signer as _, SigningKey, VerifyingKey};
 use serde::{Deserialize, Serialize};
@@ -375,7 +376,10 @@ impl VerifyKey {
         let Some(encoded) = block.value.strip_prefix(VALUE_PREFIX) else {
             return Err(bad("does not start with `base64:`"));
         };
-        let bytes = decode_base64(encoded).ok_or_else(|| bad("is not base64"))?;
+        // One spelling only: URL-safe base64 without padding, as `sign` writes it.
+        let bytes = URL_SAFE_NO_PAD
+            .decode(encoded)
+            .map_err(|_| bad("is not URL-safe base64 without padding"))?;
         let bytes: [u8; 64] = bytes.try_into().map_err(|b: Vec<u8>| {
             bad(&format!("is {} bytes; an Ed25519 signature is 64", b.len()))
         })?;

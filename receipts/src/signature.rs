@@ -11,6 +11,7 @@ pub(crate) const VALUE_PREFIX: &str = "base64:";
 
 /// The `signature` block of a signed receipt.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct SignatureBlock {
     /// Always [`ALGORITHM`].
     pub alg: String,

@@ -154,6 +154,19 @@ fn each_kind_of_change_is_named() {
             Check::Signature,
         ),
         (
+            "a field added to the signature block",
+            Box::new(|d| d["signature"]["note"] = json!("approved by the security team")),
+            Check::Schema,
+        ),
+        (
+            "the signature value padded",
+            Box::new(|d| {
+                let v = d["signature"]["value"].as_str().expect("value").to_string();
+                d["signature"]["value"] = json!(format!("{v}=="));
+            }),
+            Check::Schema,
+        ),
+        (
             "unsigned",
             Box::new(|d| d["signature"] = Value::Null),
             Check::Unsigned,

@@ -126,7 +126,9 @@ fn verdict_json(v: &Verdict) -> Value {
 }
 
 fn print_verdict(v: &Verdict, kid: &str) {
-    let path = v.path.display();
+    // A file name is the writer's choice (a cli-tool is told the receipt directory): control
+    // characters in it must not reach the terminal as a forged line.
+    let path = terminal_safe(&v.path.display().to_string());
     match &v.problem {
         None => {
             let cases = if v.cases.is_empty() {
@@ -139,7 +141,11 @@ fn print_verdict(v: &Verdict, kid: &str) {
                 v.schema.as_deref().unwrap_or("?")
             );
         }
-        Some(p) => outln!("FAIL {path}: {}: {}", p.check.name(), p.message),
+        Some(p) => outln!(
+            "FAIL {path}: {}: {}",
+            p.check.name(),
+            terminal_safe(&p.message)
+        ),
     }
 }
 
@@ -147,11 +153,15 @@ fn show(file: &Path) -> ExitCode {
     let doc = match verification::read_receipt(file) {
         Ok(d) => d,
         Err(p) => {
-            errln!("runx: {}: {}", file.display(), p.message);
+            errln!(
+                "runx: {}: {}",
+                terminal_safe(&file.display().to_string()),
+                terminal_safe(&p.message)
+            );
             return ExitCode::from(1);
         }
     };
-    outln!("receipt    {}", file.display());
+    outln!("receipt    {}", terminal_safe(&file.display().to_string()));
     match doc.get("schema").and_then(Value::as_str) {
         Some(runx_receipts::HARNESS_RECEIPT_SCHEMA) => show_harness(&doc),
         _ => show_run(&doc),

@@ -746,3 +746,40 @@ fn the_signing_seed_reaches_no_child_worker_log_or_receipt() {
         || contains(err, b"TRACE")
         || contains(err, b"INFO")));
 }
+
+#[test]
+fn receipt_file_names_cannot_forge_lines_of_verify_or_show() {
+    // A cli-tool is told the receipt directory, so it can plant a file whose name holds a line
+    // break and a terminal escape: neither may reach the output as a forged line.
+    let (ws, path) = signed_run();
+    let dir = path.parent().unwrap();
+    let forged = dir.join("x.json\nOK   all.json (runx.receipt.v1, signed)\u{1b}[2K.json");
+    std::fs::write(&forged, b"{}").unwrap();
+    let out = verify(ws.path(), &[dir.to_str().unwrap()], &sign_env());
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "the planted file does not verify"
+    );
+    let text = stdout(&out);
+    assert!(!text.contains('\u{1b}'), "{text}");
+    assert!(
+        !text.lines().any(|l| l.starts_with("OK   all.json")),
+        "{text}"
+    );
+    assert!(
+        text.contains("\\n"),
+        "the line break is shown escaped: {text}"
+    );
+    let out = run_in(
+        ws.path(),
+        &["receipt", "show", forged.to_str().unwrap()],
+        &[],
+    );
+    let shown = format!("{}{}", stdout(&out), stderr(&out));
+    assert!(!shown.contains('\u{1b}'), "{shown}");
+    assert!(
+        !shown.lines().any(|l| l.starts_with("OK   all.json")),
+        "{shown}"
+    );
+}
