@@ -13,6 +13,7 @@ use serde_json::{Map, Value};
 
 use crate::decl::{ValueType, compile_schema, with_article};
 use crate::model::{PathScope, RESERVED_PAGE_INPUT, Runner, RunnerKind};
+use crate::numbers::{MAX_SAFE_INTEGER, unsafe_integer};
 
 /// Most schema violations listed in one message; the rest are counted.
 const MAX_SCHEMA_ERRORS: usize = 5;
@@ -82,6 +83,28 @@ pub enum InputError {
         /// What is wrong.
         problem: String,
     },
+    /// An input holds an integer a JSON number does not carry exactly.
+    #[error(
+        "input `{key}` holds the integer {value}{}, beyond ±{MAX_SAFE_INTEGER} (2^53 - 1), which a JSON number does not carry exactly; pass it as a string",
+        at_pointer(at)
+    )]
+    UnsafeInteger {
+        /// The input.
+        key: String,
+        /// Where inside the input, as a JSON pointer (empty: the input itself).
+        at: String,
+        /// The integer as given.
+        value: String,
+    },
+}
+
+/// ` at /a/0` for a place inside a value, nothing for the value itself.
+fn at_pointer(at: &str) -> String {
+    if at.is_empty() {
+        String::new()
+    } else {
+        format!(" at {at}")
+    }
 }
 
 impl InputError {
@@ -94,6 +117,7 @@ impl InputError {
             InputError::Reserved { .. } => "reserved_input",
             InputError::EmptyArtifact { .. } => "artifact_input",
             InputError::PageInput { .. } => "page_input",
+            InputError::UnsafeInteger { .. } => "unsafe_integer",
         }
     }
 }
@@ -110,6 +134,16 @@ pub enum OutputError {
     NotObject {
         /// The JSON type it is.
         actual: &'static str,
+    },
+    /// A cli-tool's output holds an integer a JSON number does not carry exactly.
+    #[error(
+        "the output holds the integer {value} at {at}, beyond ±{MAX_SAFE_INTEGER} (2^53 - 1), which a JSON number does not carry exactly; return it as a string"
+    )]
+    UnsafeInteger {
+        /// Where, as a JSON pointer into the output.
+        at: String,
+        /// The integer as returned.
+        value: String,
     },
     /// A declared output is missing.
     #[error("output `{key}` is declared by runner `{runner}` but missing from the result")]
@@ -152,6 +186,7 @@ impl OutputError {
     pub fn code(&self) -> &'static str {
         match self {
             OutputError::NotObject { .. } => "not_object",
+            OutputError::UnsafeInteger { .. } => "unsafe_integer",
             OutputError::Missing { .. } => "missing_output",
             OutputError::WrongType { .. } => "wrong_type",
             OutputError::Schema { .. } | OutputError::BadSchema { .. } => "schema",
@@ -184,6 +219,15 @@ pub struct Resolved {
 /// For a paged javascript runner it also reads the two page inputs (`path_from`, `path_scope_from`) and
 /// refuses a caller-supplied `runx_page`.
 pub fn resolve_inputs(runner: &Runner, given: Map<String, Value>) -> Result<Resolved, InputError> {
+    for (key, value) in &given {
+        if let Some((at, value)) = unsafe_integer(value) {
+            return Err(InputError::UnsafeInteger {
+                key: key.clone(),
+                at,
+                value,
+            });
+        }
+    }
     let inputs = resolve_declared(runner, given)?;
     let paged = matches!(&runner.kind, RunnerKind::Javascript(js) if js.pages.is_some());
     if paged && inputs.contains_key(RESERVED_PAGE_INPUT) {
@@ -347,6 +391,13 @@ pub fn check_outputs(runner: &Runner, output: &Value) -> Result<(), OutputError>
             actual: ValueType::describe(output),
         });
     };
+    // A cli-tool writes JSON text, whose digits may hold an integer no double holds: refused.
+    // A javascript result is made of doubles already, so its text names each one exactly.
+    if matches!(runner.kind, RunnerKind::CliTool(_))
+        && let Some((at, value)) = unsafe_integer(output)
+    {
+        return Err(OutputError::UnsafeInteger { at, value });
+    }
     for (key, decl) in &runner.outputs {
         let Some(value) = map.get(key) else {
             if !decl.required {
@@ -712,5 +763,35 @@ run:
             "{e}"
         );
         assert!(e.to_string().contains("total"), "{e}");
+    }
+
+    #[test]
+    fn integers_a_json_number_cannot_carry_are_refused_in_inputs_and_outputs() {
+        let given: Value =
+            serde_json::from_str(r#"{"name": "Ada", "extra": {"ids": [1, 9007199254740993]}}"#)
+                .expect("json");
+        let e = resolve(given).expect_err("refused");
+        assert_eq!(e.code(), "unsafe_integer");
+        let text = e.to_string();
+        assert!(text.contains("input `extra`"), "{text}");
+        assert!(text.contains("9007199254740993 at /ids/1"), "{text}");
+        assert!(text.contains("pass it as a string"), "{text}");
+        // The largest safe integer and the same number as a string pass.
+        assert!(resolve(json!({"name": "Ada", "extra": 9007199254740991u64})).is_ok());
+        assert!(resolve(json!({"name": "Ada", "extra": "9007199254740993"})).is_ok());
+        // A cli-tool's output text may name an integer no double holds; a javascript result
+        // is doubles already (2^60 is one of them) and passes.
+        let out: Value = serde_json::from_str(
+            r#"{"greeting": "hi", "n": 2, "stats": {"total": -9007199254740992}}"#,
+        )
+        .expect("json");
+        let tool = profile(&OUTPUTS.replace(
+            "type: javascript\n  module: a.mjs",
+            "type: cli-tool\n  command: echo",
+        ));
+        let e = check_outputs(tool.runner(None).expect("runner"), &out).expect_err("refused");
+        assert_eq!(e.code(), "unsafe_integer");
+        assert!(e.to_string().contains("at /stats/total"), "{e}");
+        assert!(check(out).is_ok());
     }
 }

@@ -25,7 +25,7 @@
 //! | `parse` | reading the YAML in two passes ([`load`], [`parse()`]) |
 //! | `runner_map`, `validate` | one runner's closed set of keys; the rules for each runner's keys |
 //! | `decl`, `packet`, `template` | declared inputs and outputs; packet schemas; cli-tool argument templates |
-//! | `contract` | a call's inputs resolved against the declarations, and its outputs checked |
+//! | `contract`, `numbers` | a call's inputs resolved against the declarations, and its outputs checked; integers a JSON number carries exactly |
 //! | `limits`, `applied` | every limit once, as data; the limits that apply to one runner |
 //! | `yaml` | the nesting guard every YAML document passes before it is parsed |
 //!
@@ -42,6 +42,7 @@ mod contract;
 mod decl;
 mod limits;
 mod model;
+mod numbers;
 mod packet;
 mod parse;
 mod runner_map;
@@ -76,6 +77,7 @@ pub use model::{
     JsRunner, OtherRunner, PROFILE_FILE, PagesDecl, PathScope, Profile, ProfileError,
     RESERVED_PAGE_INPUT, RetryDecl, RetryOn, Runner, RunnerKind, RunnerType,
 };
+pub use numbers::{MAX_SAFE_INTEGER, unsafe_integer};
 pub use packet::{PACKET_ID_KEY, PacketRef};
 pub use parse::{load, parse, read_text};
 pub use template::{Piece, pieces};

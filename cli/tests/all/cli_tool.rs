@@ -138,3 +138,28 @@ fn staged_input_files_are_removed() {
         .collect();
     assert!(left.is_empty(), "{left:?}");
 }
+
+#[test]
+fn a_tool_output_with_an_integer_no_double_holds_is_refused() {
+    // `9007199254740993` and `9007199254740992` are one double: as a sealed output they would
+    // have one digest while the tool printed two values.
+    let ws = tempfile::tempdir().unwrap();
+    let pkg = ws.path().join("pkg");
+    std::fs::create_dir_all(&pkg).unwrap();
+    std::fs::write(
+        pkg.join("X.yaml"),
+        "skill: big\nversion: \"1\"\nrun:\n  type: cli-tool\n  command: /bin/sh\n  args: [\"-c\", \"printf '{\\\"amount\\\": 9007199254740993}'\"]\n",
+    )
+    .unwrap();
+    let (v, code) = json_in(ws.path(), &["skill", "pkg"], &[]);
+    assert_eq!(code, 1, "{v}");
+    assert_eq!(v["error"]["kind"], "output_rejected", "{v}");
+    assert_eq!(v["error"]["code"], "unsafe_integer", "{v}");
+    assert!(
+        v["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("9007199254740993 at /amount"),
+        "{v}"
+    );
+}

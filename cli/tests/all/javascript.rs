@@ -170,6 +170,19 @@ fn bad_inputs_are_usage_errors() {
         ),
         (vec!["skill", "pkg", "-i", "name=1"], "must be a string"),
         (vec!["skill", "pkg", "shout", "-i", "noequals"], "KEY=VALUE"),
+        // Two ids one apart would have one digest, and the module would see another number
+        // than a cli-tool: refused, whatever the input's declaration.
+        (
+            vec![
+                "skill",
+                "pkg",
+                "-i",
+                "name=Ada",
+                "-i",
+                "id=9007199254740993",
+            ],
+            "pass it as a string",
+        ),
     ] {
         let out = run_in(ws.path(), &args, &[("REGION", "r")]);
         assert_eq!(out.status.code(), Some(64), "{args:?}");

@@ -1,0 +1,91 @@
+//! Integers a JSON number carries exactly.
+//!
+//! JavaScript, and runx's canonical JSON (RFC 8785), read every number as an IEEE-754 double,
+//! which holds every integer up to 2^53 − 1 exactly and no longer tells its neighbours apart
+//! beyond: `9007199254740993` and `9007199254740992` are one double. A value like that would
+//! reach a cli-tool exactly while the module, the digests and the receipt saw another one, and
+//! two different inputs would have one digest. So runx follows I-JSON (RFC 7493): an integer
+//! beyond ±(2^53 − 1) in an input, or in a cli-tool's output, is refused, with a message telling
+//! to pass it as a string (ids of 64 bits, such as tweet ids, are strings in most APIs for this
+//! reason). A javascript result is made of doubles, so its text names each exactly.
+
+use serde_json::Value;
+
+/// The largest integer every JSON reader carries exactly: 2^53 − 1.
+pub const MAX_SAFE_INTEGER: u64 = (1 << 53) - 1;
+
+/// The first integer in `value` beyond ±[`MAX_SAFE_INTEGER`], as a JSON pointer below `value`
+/// and the integer's text. Numbers written with a fraction or an exponent are doubles already
+/// and pass.
+pub fn unsafe_integer(value: &Value) -> Option<(String, String)> {
+    // An explicit stack: the value may nest as deep as its parser allowed.
+    let mut stack = vec![(String::new(), value)];
+    while let Some((at, v)) = stack.pop() {
+        match v {
+            Value::Number(n) => {
+                let beyond = match (n.as_u64(), n.as_i64()) {
+                    (Some(u), _) => u > MAX_SAFE_INTEGER,
+                    (None, Some(i)) => i.unsigned_abs() > MAX_SAFE_INTEGER,
+                    (None, None) => false,
+                };
+                if beyond {
+                    return Some((at, n.to_string()));
+                }
+            }
+            Value::Array(items) => {
+                for (i, item) in items.iter().enumerate().rev() {
+                    stack.push((format!("{at}/{i}"), item));
+                }
+            }
+            Value::Object(map) => {
+                let mut entries: Vec<_> = map.iter().collect();
+                entries.reverse();
+                for (k, item) in entries {
+                    let k = k.replace('~', "~0").replace('/', "~1");
+                    stack.push((format!("{at}/{k}"), item));
+                }
+            }
+            Value::Null | Value::Bool(_) | Value::String(_) => {}
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn integers_beyond_two_to_the_53_are_found_with_their_place() {
+        let safe =
+            json!({"n": 9007199254740991u64, "m": -9007199254740991i64, "f": 1e300, "x": 0.5});
+        assert_eq!(unsafe_integer(&safe), None);
+        let big: Value = serde_json::from_str(r#"{"a": [1, {"id": 9007199254740993}]}"#).unwrap();
+        assert_eq!(
+            unsafe_integer(&big),
+            Some(("/a/1/id".to_string(), "9007199254740993".to_string()))
+        );
+        let negative: Value = serde_json::from_str(r#"[-9007199254740992]"#).unwrap();
+        assert_eq!(
+            unsafe_integer(&negative),
+            Some(("/0".to_string(), "-9007199254740992".to_string()))
+        );
+        let key: Value = serde_json::from_str(r#"{"a/b~c": 18446744073709551615}"#).unwrap();
+        assert_eq!(unsafe_integer(&key).unwrap().0, "/a~1b~0c");
+        // The first in document order.
+        let two: Value = serde_json::from_str(r#"[9007199254740993, 9007199254740994]"#).unwrap();
+        assert_eq!(unsafe_integer(&two).unwrap().1, "9007199254740993");
+    }
+
+    #[test]
+    fn deep_values_do_not_overflow_the_stack() {
+        let mut v = json!(9007199254740993u64);
+        for _ in 0..10_000 {
+            v = Value::Array(vec![v]);
+        }
+        assert_eq!(unsafe_integer(&v).map(|(at, _)| at.len()), Some(20_000));
+        // serde_json drops nested values recursively; leak this one instead of overflowing.
+        std::mem::forget(v);
+    }
+}
