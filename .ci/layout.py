@@ -9,7 +9,9 @@ what comes before `#[cfg(test)]`, in files not named `*tests.rs`):
   module;
 - no production file over 600 lines;
 - no `too_many_arguments` allowed: a state object carries what travels together;
-- one folder-module style: `mod.rs` inside the folder, never `foo.rs` beside `foo/`.
+- one folder-module style: `mod.rs` inside the folder, never `foo.rs` beside `foo/`;
+- the crates depend on each other only along the arrows in `ARROWS` (a receipts crate a third
+  party can use without the runtime; a CLI that does not depend on the benchmarks).
 
 usage: layout.py [CRATE_SRC_DIR...]   (default: every workspace member's src/)
 Prints each problem; exits 1 if there is any.
@@ -116,6 +118,30 @@ def members():
 
 MAX_LINES = 600
 
+# The runx crates each crate may depend on (its [dependencies], not dev-dependencies).
+ARROWS = {
+    'runx-worker': set(),
+    'runx-receipts': set(),
+    'runx-profile': {'runx-worker', 'runx-receipts'},
+    'runx-runtime': {'runx-worker', 'runx-receipts', 'runx-profile'},
+    'runx-harness': {'runx-worker', 'runx-receipts', 'runx-profile', 'runx-runtime'},
+    'runx-serve': {'runx-runtime', 'runx-profile'},
+    'runx-workload': {'runx-worker', 'runx-receipts', 'runx-runtime'},
+    'runx-cli': {'runx-worker', 'runx-receipts', 'runx-profile', 'runx-runtime', 'runx-harness',
+                 'runx-serve', 'runx-workload'},
+    'runx-benches': {'runx-worker', 'runx-receipts', 'runx-profile', 'runx-runtime',
+                     'runx-workload'},
+}
+
+def crate_arrows(member):
+    text = open(os.path.join(member, 'Cargo.toml')).read()
+    name = re.search(r'^name\s*=\s*"([^"]+)"', text, re.M).group(1)
+    deps = re.search(r'^\[dependencies\]\n(.*?)(?=^\[|\Z)', text, re.M | re.S)
+    used = set(re.findall(r'^(runx-[a-z]+)\b', deps.group(1), re.M)) if deps else set()
+    if name not in ARROWS:
+        return [f'{member}/Cargo.toml: crate {name} has no entry in ARROWS of .ci/layout.py']
+    return [f'{member}/Cargo.toml: {name} may not depend on {d}' for d in sorted(used - ARROWS[name])]
+
 def other_rules(root):
     problems = []
     for d, dirs, fs in os.walk(root):
@@ -136,6 +162,11 @@ def other_rules(root):
     return problems
 
 bad = False
+if not sys.argv[1:]:
+    for member in [m[:-len('/src')] for m in members()] + ['benches']:
+        for problem in crate_arrows(member):
+            bad = True
+            print(problem)
 for root in sys.argv[1:] or members():
     for problem in other_rules(root):
         bad = True
