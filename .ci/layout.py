@@ -120,9 +120,10 @@ MAX_LINES = 600
 
 # The runx crates each crate may depend on (its [dependencies], not dev-dependencies).
 ARROWS = {
-    'runx-worker': set(),
+    'runx-rules': set(),
+    'runx-worker': {'runx-rules'},
     'runx-receipts': set(),
-    'runx-profile': {'runx-worker', 'runx-receipts'},
+    'runx-profile': {'runx-rules', 'runx-receipts'},
     'runx-runtime': {'runx-worker', 'runx-receipts', 'runx-profile'},
     'runx-harness': {'runx-worker', 'runx-receipts', 'runx-profile', 'runx-runtime'},
     'runx-serve': {'runx-runtime', 'runx-profile'},

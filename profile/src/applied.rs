@@ -7,7 +7,7 @@ use crate::limits::{
     millis,
 };
 use crate::model::{Runner, RunnerKind};
-use runx_worker::Limits;
+use runx_rules::Limits;
 use std::collections::BTreeMap;
 
 /// The limits that apply to one run, with their values.

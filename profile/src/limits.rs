@@ -4,11 +4,11 @@
 //! the profile field that declares it. The profile parser validates against it, runners enforce
 //! it, failures name it (`resource_limit/<name>`), receipts record every limit that applied to a
 //! run ([`AppliedLimits`]) and `runx skill inspect` shows the same list. The per-call limits of a
-//! javascript call are the worker's ([`runx_worker::Limits`]); they are described here
+//! javascript call are the worker's ([`runx_rules::Limits`]); they are described here
 //! from the worker's own values, not repeated.
 
 use runx_receipts::FileBound;
-use runx_worker::{Limit, Limits, MAX_TIMEOUT_SECONDS, MIB, MIN_TIMEOUT_SECONDS};
+use runx_rules::{Limit, Limits, MAX_TIMEOUT_SECONDS, MIB, MIN_TIMEOUT_SECONDS};
 use serde::Serialize;
 use std::time::Duration;
 

@@ -312,14 +312,14 @@ impl RunnerKind {
 #[derive(Debug, Clone)]
 pub struct JsRunner {
     /// Relative `.mjs`/`.js` path with forward slashes, checked by the one module-path rule
-    /// ([`runx_worker::check_module_entry`]); the files are read when the bundle is built.
+    /// ([`runx_rules::check_module_entry`]); the files are read when the bundle is built.
     pub module: String,
     /// Named export; `None` selects the default export.
     pub export: Option<String>,
     /// The paged artifact source, for a paged runner.
     pub pages: Option<PagesDecl>,
     /// The engine the package prefers (`engine: v8`), one of
-    /// [`runx_worker::ENGINES`]; `None` leaves it to the runtime (QuickJS unless the
+    /// [`runx_rules::ENGINES`]; `None` leaves it to the runtime (QuickJS unless the
     /// caller picks another). The caller's choice (`--engine`) overrides it.
     pub engine: Option<String>,
 }

@@ -15,7 +15,7 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::path::{Path, PathBuf};
 
-use runx_worker::{Scope, ScopeError};
+use runx_rules::{Scope, ScopeError};
 
 use std::collections::BTreeSet;
 

@@ -187,12 +187,12 @@ fn build_javascript(
 /// An `engine:` must name an engine runx knows; whether this executable has it is checked when
 /// the runner runs, so that a package preferring V8 still loads everywhere.
 fn check_engine(engine: &str) -> Result<(), String> {
-    if runx_worker::ENGINES.contains(&engine) {
+    if runx_rules::ENGINES.contains(&engine) {
         return Ok(());
     }
     Err(format!(
         "`engine` is `{engine}`; a javascript runner runs on one of: {}",
-        runx_worker::ENGINES.join(", ")
+        runx_rules::ENGINES.join(", ")
     ))
 }
 
@@ -351,12 +351,12 @@ fn timeout_of(declared: Option<u64>, wall: &LimitDef, ty: &str) -> Result<Durati
 }
 
 /// Module paths follow the one rule for what a module path may name
-/// ([`runx_worker::check_module_entry`]), the rule the worker applies to every import.
+/// ([`runx_rules::check_module_entry`]), the rule the worker applies to every import.
 fn check_module(module: &str) -> Result<(), String> {
     if module.is_empty() {
         return Err("`module` is empty; name a .mjs or .js file in the package".to_string());
     }
-    runx_worker::check_module_entry(module)
+    runx_rules::check_module_entry(module)
         .map(|_| ())
         .map_err(|e| {
             format!(

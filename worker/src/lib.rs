@@ -9,9 +9,8 @@
 //!
 //! - `engine/`: the engine seam ([`Engine`]), [`QuickJs`] its default implementation, and
 //!   (feature `v8`) `V8`, V8 through the `v8` crate: one isolate per worker, a fresh context per
-//!   call; the prelude both engines run first; the module bundle ([`ModuleBundle`]) and the one
-//!   rule for what an import may name ([`check_module_entry`]); the answer a worker still gives
-//!   when its engine must end the process.
+//!   call; the prelude both engines run first; the module bundle ([`ModuleBundle`]); the answer
+//!   a worker still gives when its engine must end the process.
 //! - `guest/`: the worker process (`runx __worker`, or the `runx-worker` binary): its start
 //!   ([`worker_main`]), its confinement ([`SandboxOptions`]: descriptors, privileges, rlimits,
 //!   the seccomp allow-list) and its session, the loop that answers the host's frames
@@ -19,12 +18,15 @@
 //! - `host/`: supervised worker processes on the host side ([`Pool`], [`WorkerCommand`],
 //!   [`Lease`]); stopping one call (its worker is killed) or everything at once
 //!   ([`CancelToken`]); the channel page descriptors travel on; collecting a bundle from a skill
-//!   directory ([`collect_bundle`]); contained opens ([`Scope`], the one way runx reads a file
-//!   inside a directory it was given) and child processes tied to this process
-//!   ([`spawn_child`]), both used by the runtime too.
+//!   directory ([`collect_bundle`]); child processes tied to this process ([`spawn_child`]),
+//!   used by the runtime too.
 //! - `wire/`: what host and worker say to each other: length-prefixed frames ([`read_frame`]),
-//!   messages ([`Header`], [`Message`]), limits as data ([`Limits`]) and typed failures
-//!   ([`Failure`]).
+//!   messages ([`Header`], [`Message`]) and typed failures ([`Failure`]).
+//!
+//! The rules both sides apply, which the profile applies too, are the `runx-rules` crate's and
+//! re-exported here: contained opens ([`Scope`], the one way runx reads a file inside a
+//! directory it was given), the import rule ([`check_module_entry`], [`resolve_import`]), the
+//! limits of a call as data ([`Limits`]) and the engine names ([`ENGINES`]).
 //!
 //! Calling an export in-process (no pool, no sandbox process; tests and benchmarks do this):
 //!
@@ -59,12 +61,11 @@ mod wire;
 
 pub use engine::bundle::ModuleBundle;
 pub use engine::quickjs::{ALLOWED_GLOBALS, QuickJs};
-pub use engine::specifier::{ImportRejected, check_module_entry};
 #[cfg(feature = "v8")]
 pub use engine::v8::V8;
 pub use engine::{
-    ConsoleLog, DEFAULT_ENGINE, ENGINES, Engine, EngineCall, EngineOutput, LogLine, MemoryCap,
-    PageInput, engines_built, spans_of_ends,
+    ConsoleLog, Engine, EngineCall, EngineOutput, LogLine, MemoryCap, PageInput, engines_built,
+    spans_of_ends,
 };
 
 pub use guest::ahead::state_digest;
@@ -83,9 +84,14 @@ pub use host::pool::lease::{Lease, LeaseError};
 pub use host::pool::{CallError, MAX_WORKERS, Pool, PoolConfig};
 pub use host::process::WorkerCommand;
 pub use host::process::call::{Call, PagePayload, PageRecords, Reply};
-pub use host::scope::{EntryKind, Scope, ScopeError, read_capped};
 
-pub use wire::call_limits::{Limit, Limits, MAX_TIMEOUT_SECONDS, MIB, MIN_TIMEOUT_SECONDS};
 pub use wire::failure::{Failure, FailureCode, MESSAGE_BYTES, bound_message};
 pub use wire::frame::{FrameError, MAX_FRAME_BYTES, read_frame, split_payload, write_frame};
 pub use wire::message::{ByteRange, Header, Message, PROTOCOL_VERSION, PageLayout, encode_spans};
+
+/// The rules a package runs under, shared with the profile (`runx-rules`): contained opens, the
+/// import rule, the limits of a call, the engine names.
+pub use runx_rules::{
+    DEFAULT_ENGINE, ENGINES, EntryKind, ImportRejected, Limit, Limits, MAX_TIMEOUT_SECONDS, MIB,
+    MIN_TIMEOUT_SECONDS, Scope, ScopeError, check_module_entry, read_capped, resolve_import,
+};

@@ -8,10 +8,10 @@
 //! no host to answer, and the process simply ends.
 
 use crate::engine::ConsoleLog;
-use crate::wire::call_limits::{Limit, Limits};
 use crate::wire::failure::Failure;
 use crate::wire::frame::write_frame;
 use crate::wire::message::{Header, Message};
+use runx_rules::{Limit, Limits};
 use std::os::fd::AsFd;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};

@@ -6,8 +6,8 @@
 //! behind this trait, and the conformance tests run against each engine that is built.
 
 use crate::engine::bundle::ModuleBundle;
-use crate::wire::call_limits::Limits;
 use crate::wire::failure::Failure;
+use runx_rules::Limits;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -15,7 +15,6 @@ use std::sync::Arc;
 pub(crate) mod bundle;
 pub(crate) mod fatal;
 pub(crate) mod quickjs;
-pub(crate) mod specifier;
 #[cfg(feature = "v8")]
 pub(crate) mod v8;
 
@@ -244,14 +243,6 @@ pub enum MemoryCap {
     /// that reserves large ranges up front and commits them piecemeal.
     Data(u64),
 }
-
-/// Every engine runx knows by name, whether or not this executable was built with it: a
-/// profile may name any of them (`engine:` on a javascript runner); which ones a binary has is
-/// [`engines_built`].
-pub const ENGINES: &[&str] = &["quickjs", "v8"];
-
-/// The engine a worker uses when none is named.
-pub const DEFAULT_ENGINE: &str = "quickjs";
 
 /// The names of the engines built into this executable.
 pub fn engines_built() -> &'static [&'static str] {

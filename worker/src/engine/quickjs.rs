@@ -5,9 +5,7 @@
 //! it. It costs a few tens of microseconds next to the context itself.
 
 use crate::engine::bundle::{ModuleBundle, exception_text};
-use crate::engine::specifier;
 use crate::engine::{ConsoleLog, Engine, EngineCall, EngineOutput, MemoryCap, PageInput};
-use crate::wire::call_limits::{Limit, Limits};
 use crate::wire::failure::{Failure, FailureCode};
 use rquickjs::context::intrinsic;
 use rquickjs::function::This;
@@ -18,6 +16,7 @@ use rquickjs::{
     Array, Context, Ctx, Function, Module, Object, Persistent, Promise, Runtime, Value,
     WriteOptions,
 };
+use runx_rules::{Limit, Limits};
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 use std::sync::Arc;
@@ -568,7 +567,7 @@ impl Resolver for BundleResolver {
                 "dynamic import(\"{name}\") from `{base}` rejected: modules are loaded statically; use a static import"
             ));
         }
-        match specifier::resolve(base, name) {
+        match runx_rules::resolve_import(base, name) {
             Ok(path) if self.0.bundle.modules.contains_key(&path) => Ok(path),
             Ok(path) => refuse(format!(
                 "import of `{name}` from `{base}` rejected: `{path}` is not in the module bundle"

@@ -1,8 +1,8 @@
 //! What every engine's successful call must still pass before the worker answers it as a
 //! result.
 
-use crate::wire::call_limits::{Limit, Limits};
 use crate::wire::failure::{Failure, FailureCode};
+use runx_rules::{Limit, Limits};
 
 /// What every engine's successful call must still pass before it is a result: it came back
 /// within its wall (a call that spent its time in native code the engine's interrupt never

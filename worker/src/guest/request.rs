@@ -1,8 +1,8 @@
 //! An invoke request as the session works on it, and the failure a malformed request gets.
 
-use crate::wire::call_limits::Limits;
 use crate::wire::failure::{Failure, FailureCode};
 use crate::wire::message::PageLayout;
+use runx_rules::Limits;
 use std::collections::BTreeMap;
 
 /// An invoke request: what the host asked for, apart from its bundle.

@@ -9,10 +9,10 @@ use super::request::{Invoke, invalid};
 use super::tail::{PageMemory, TailParts, split_tail};
 use crate::engine::bundle::ModuleBundle;
 use crate::engine::{ConsoleLog, Engine, EngineCall, PageInput};
-use crate::wire::call_limits::Limits;
 use crate::wire::failure::{Failure, FailureCode};
 use crate::wire::frame::{FrameError, read_frame, split_payload, write_frame};
 use crate::wire::message::{Header, Message, PROTOCOL_VERSION};
+use runx_rules::Limits;
 use std::collections::HashMap;
 use std::io::{Read, Write};
 use std::os::unix::net::UnixStream;
@@ -236,7 +236,7 @@ impl Session<'_> {
         }
         if bundle.source_bytes() > limits.source_bytes {
             return Err(Failure::limit(
-                crate::wire::call_limits::Limit::SourceBytes,
+                runx_rules::Limit::SourceBytes,
                 format!(
                     "the module bundle holds {} bytes of source and module paths; the limit is {} bytes",
                     bundle.source_bytes(),

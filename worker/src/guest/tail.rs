@@ -3,9 +3,9 @@
 
 use super::request::{Invoke, invalid};
 use crate::engine::spans_of_ends;
-use crate::wire::call_limits::Limits;
 use crate::wire::failure::Failure;
 use crate::wire::message::{PageLayout, decode_ends};
+use runx_rules::Limits;
 
 /// The parts of an invoke tail: the input, and the page's metadata, the bytes holding its
 /// records and each record's span in them.

@@ -3,11 +3,11 @@
 //! `.mjs`/`.js`, UTF-8, within the source limit).
 
 use crate::engine::bundle::{ModuleBundle, exception_text, module_cost};
-use crate::engine::specifier::{self, ImportRejected};
-use crate::host::scope::{Scope, ScopeError};
 use rquickjs::loader::{ImportAttributes, Loader, Resolver};
 use rquickjs::module::Declared;
 use rquickjs::{Context, Ctx, Module, Runtime};
+use runx_rules::ImportRejected;
+use runx_rules::{Scope, ScopeError};
 use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -51,7 +51,7 @@ pub enum BundleError {
 /// Collects the static import closure of `entry` (a path relative to `root`).
 ///
 /// The modules are compiled, never run: QuickJS resolves and loads static imports while it
-/// compiles, through the same rule the worker uses (`specifier::resolve`). Every file is opened
+/// compiles, through the same rule the worker uses (`runx_rules::resolve_import`). Every file is opened
 /// inside `root` through [`Scope`]: a regular file reached without any symlink, read up to what
 /// is left of `source_limit`.
 pub fn collect_bundle(
@@ -59,7 +59,7 @@ pub fn collect_bundle(
     entry: &str,
     source_limit: usize,
 ) -> Result<ModuleBundle, BundleError> {
-    let entry = specifier::check_module_entry(entry)?;
+    let entry = runx_rules::check_module_entry(entry)?;
     let scope = Scope::open(root).map_err(|e| BundleError::File {
         path: root.display().to_string(),
         reason: format!("the skill directory cannot be opened: {e}"),
@@ -77,7 +77,7 @@ pub fn collect_bundle(
         message: e.to_string(),
     };
     let rt = Runtime::new().map_err(engine_error)?;
-    rt.set_memory_limit(256 * crate::wire::call_limits::MIB);
+    rt.set_memory_limit(256 * runx_rules::MIB);
     rt.set_loader(CollectResolver(state.clone()), CollectLoader(state.clone()));
     let ctx = Context::full(&rt).map_err(engine_error)?;
     let compiled: Result<(), String> =
@@ -162,7 +162,7 @@ impl Resolver for CollectResolver {
         name: &str,
         _attributes: Option<ImportAttributes<'js>>,
     ) -> rquickjs::Result<String> {
-        specifier::resolve(base, name).map_err(|e| {
+        runx_rules::resolve_import(base, name).map_err(|e| {
             let err = rquickjs::Error::new_resolving_message(base, name, e.reason);
             self.0
                 .borrow_mut()

@@ -7,4 +7,3 @@ pub(crate) mod collect;
 pub(crate) mod descriptor;
 pub(crate) mod pool;
 pub(crate) mod process;
-pub(crate) mod scope;

@@ -4,7 +4,7 @@
 //! whose message holds the first 16 KiB of it and says how long it was, never a 20 MB frame, a
 //! 20 MB receipt or a worker that cannot answer.
 
-use crate::wire::call_limits::{Limit, Limits};
+use runx_rules::{Limit, Limits};
 use serde::{Deserialize, Serialize};
 
 /// The most bytes of a failure message that cross the worker boundary or land in a receipt,

@@ -5,8 +5,8 @@
 
 use crate::engine::ConsoleLog;
 use crate::engine::bundle::ModuleBundle;
-use crate::wire::call_limits::Limits;
 use crate::wire::failure::Failure;
+use runx_rules::Limits;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 

@@ -1,7 +1,6 @@
 //! What host and worker say to each other: frames, messages, limits and failures. See
 //! `src/README.md`.
 
-pub(crate) mod call_limits;
 pub(crate) mod failure;
 pub(crate) mod frame;
 pub(crate) mod message;

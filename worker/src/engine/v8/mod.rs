@@ -56,8 +56,8 @@
 //! for one pair of heap and stack limits; a call that narrows either gets a new one.
 
 use crate::engine::{ConsoleLog, Engine, EngineCall, EngineOutput, MemoryCap};
-use crate::wire::call_limits::{Limit, Limits};
 use crate::wire::failure::{Failure, FailureCode};
+use runx_rules::{Limit, Limits};
 use rusty_v8 as v8;
 use std::ffi::c_void;
 use std::rc::Rc;

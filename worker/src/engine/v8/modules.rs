@@ -1,5 +1,5 @@
 //! The module graph of one V8 call: compiled from the in-memory bundle, linked by the one
-//! import rule ([`specifier::resolve`]), and never extended at run time (`import()` is refused).
+//! import rule ([`runx_rules::resolve_import`]), and never extended at run time (`import()` is refused).
 //!
 //! The whole static graph is walked and compiled before V8 links it, so every refusal is found
 //! here, with the words the QuickJS engine uses; V8's resolve callback then only looks up
@@ -8,7 +8,6 @@
 
 use super::state::{CallState, Scope};
 use super::thrown::{caught, classify};
-use crate::engine::specifier;
 use crate::wire::failure::{Failure, FailureCode};
 use rusty_v8 as v8;
 use std::rc::Rc;
@@ -57,7 +56,7 @@ pub(super) fn load<'s>(
 
 /// The bundle path `spec` names from the module at `base`, or why it may not be imported.
 fn resolve(state: &CallState, base: &str, spec: &str) -> Result<String, String> {
-    match specifier::resolve(base, spec) {
+    match runx_rules::resolve_import(base, spec) {
         Ok(path) if state.bundle.modules.contains_key(&path) => Ok(path),
         Ok(path) => Err(state.refuse(format!(
             "import of `{spec}` from `{base}` rejected: `{path}` is not in the module bundle"
@@ -154,7 +153,7 @@ fn resolve_compiled<'s>(
     let found = state.as_ref().and_then(|state| {
         let modules = state.modules.borrow();
         let base = modules.iter().find(|(m, _)| *m == referrer)?.1.clone();
-        let path = specifier::resolve(&base, &spec).ok()?;
+        let path = runx_rules::resolve_import(&base, &spec).ok()?;
         let (module, _) = modules.iter().find(|(_, p)| *p == path)?;
         Some(v8::Local::new(scope, module))
     });

@@ -4,7 +4,7 @@
 use crate::engine::ConsoleLog;
 use crate::engine::EngineCall;
 use crate::engine::bundle::ModuleBundle;
-use crate::wire::call_limits::Limits;
+use runx_rules::Limits;
 use rusty_v8 as v8;
 use std::cell::RefCell;
 use std::sync::Arc;

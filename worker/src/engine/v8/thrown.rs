@@ -1,8 +1,8 @@
 //! What a call threw: its text, as the QuickJS engine writes it, and the failure it means.
 
 use super::state::{CallState, Scope};
-use crate::wire::call_limits::Limit;
 use crate::wire::failure::{Failure, FailureCode};
+use runx_rules::Limit;
 use rusty_v8 as v8;
 
 /// What a call's thrown text means: a heap or stack limit reached, a refused import, else the

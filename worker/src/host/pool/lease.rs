@@ -5,8 +5,8 @@ use super::{CallError, Loss, Pool, cancelled};
 use crate::host::cancel::{CancelToken, Watch};
 use crate::host::process::call::{Call, Reply};
 use crate::host::process::{InvokeError, WorkerProcess};
-use crate::wire::call_limits::Limit;
 use crate::wire::failure::{Failure, FailureCode};
+use runx_rules::Limit;
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 

@@ -3,8 +3,8 @@
 
 use crate::engine::ConsoleLog;
 use crate::engine::bundle::ModuleBundle;
-use crate::wire::call_limits::Limits;
 use crate::wire::message::ByteRange;
+use runx_rules::Limits;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;

@@ -2,12 +2,12 @@
 
 use crate::engine::ConsoleLog;
 use crate::host::descriptor;
-use crate::wire::call_limits::Limit;
 use crate::wire::failure::Failure;
 use crate::wire::frame::{FrameError, split_payload, write_frame};
 use crate::wire::message::{Header, Message, PageLayout, encode_ends, encode_spans};
 use nix::sys::signal::{Signal, killpg};
 use nix::unistd::Pid;
+use runx_rules::Limit;
 use std::collections::HashSet;
 use std::ffi::OsString;
 use std::io::{BufWriter, Read};
@@ -52,7 +52,7 @@ impl WorkerCommand {
     /// Asks the worker for the engine `name` (`--engine NAME`); the default engine adds nothing,
     /// so workers that predate the flag keep working.
     pub fn engine(self, name: &str) -> WorkerCommand {
-        if name == crate::engine::DEFAULT_ENGINE {
+        if name == runx_rules::DEFAULT_ENGINE {
             return self;
         }
         self.arg("--engine").arg(name)

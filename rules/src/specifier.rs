@@ -22,7 +22,7 @@ pub struct ImportRejected {
 /// specifiers (`./x.mjs`, `../y.js`) naming `.mjs` or `.js` files are allowed: bare names
 /// (`lodash`), URLs and `node:` specifiers, absolute paths and anything that climbs out of the
 /// bundle root are rejected.
-pub fn resolve(base: &str, specifier: &str) -> Result<String, ImportRejected> {
+pub fn resolve_import(base: &str, specifier: &str) -> Result<String, ImportRejected> {
     let reject = |reason| ImportRejected {
         specifier: specifier.to_string(),
         base: base.to_string(),
@@ -72,7 +72,7 @@ pub fn check_module_entry(path: &str) -> Result<String, ImportRejected> {
     } else {
         format!("./{path}")
     };
-    resolve("", &spec).map_err(|mut e| {
+    resolve_import("", &spec).map_err(|mut e| {
         e.specifier = path.to_string();
         e.base = "X.yaml".to_string();
         e
@@ -85,12 +85,15 @@ mod tests {
 
     #[test]
     fn relative_imports_resolve_inside_the_bundle() {
-        assert_eq!(resolve("main.mjs", "./lib.mjs").unwrap(), "lib.mjs");
+        assert_eq!(resolve_import("main.mjs", "./lib.mjs").unwrap(), "lib.mjs");
         assert_eq!(
-            resolve("src/a/main.mjs", "../b/x.js").unwrap(),
+            resolve_import("src/a/main.mjs", "../b/x.js").unwrap(),
             "src/b/x.js"
         );
-        assert_eq!(resolve("src/main.mjs", "./././y.mjs").unwrap(), "src/y.mjs");
+        assert_eq!(
+            resolve_import("src/main.mjs", "./././y.mjs").unwrap(),
+            "src/y.mjs"
+        );
     }
 
     #[test]
@@ -104,9 +107,12 @@ mod tests {
             "./a.json",
             "./a\\b.mjs",
         ] {
-            assert!(resolve("main.mjs", s).is_err(), "{s} should be rejected");
+            assert!(
+                resolve_import("main.mjs", s).is_err(),
+                "{s} should be rejected"
+            );
         }
-        assert!(resolve("a/main.mjs", "../../x.mjs").is_err());
+        assert!(resolve_import("a/main.mjs", "../../x.mjs").is_err());
     }
 
     #[test]
