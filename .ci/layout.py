@@ -126,7 +126,7 @@ ARROWS = {
     'runx-profile': {'runx-rules', 'runx-receipts'},
     'runx-runtime': {'runx-worker', 'runx-receipts', 'runx-profile'},
     'runx-harness': {'runx-worker', 'runx-receipts', 'runx-profile', 'runx-runtime'},
-    'runx-serve': {'runx-runtime', 'runx-profile'},
+    'runx-serve': {'runx-runtime', 'runx-profile', 'runx-receipts'},
     'runx-workload': {'runx-worker', 'runx-receipts', 'runx-runtime'},
     'runx-cli': {'runx-worker', 'runx-receipts', 'runx-profile', 'runx-runtime', 'runx-harness',
                  'runx-serve', 'runx-workload'},

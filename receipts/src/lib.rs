@@ -28,7 +28,7 @@
 //! | module | what it holds |
 //! |---|---|
 //! | `receipt` | the `runx.receipt.v1` model and its atomic write |
-//! | `digest` | canonical JSON (RFC 8785) and `sha256:` digests |
+//! | `digest`, `strict` | canonical JSON (RFC 8785) and `sha256:` digests; JSON read with unique keys |
 //! | `seal`, `signature`, `keys`, `names` | the seal (body digest), the signature block, signing and verification keys and where they come from |
 //! | `verification` | checking receipt files offline (`runx receipt verify`) |
 //! | `durable` | a file that appears whole or not at all |
@@ -45,6 +45,7 @@ mod quote;
 mod receipt;
 mod seal;
 mod signature;
+mod strict;
 mod verification;
 
 #[cfg(test)]
@@ -70,6 +71,7 @@ pub use receipt::{
 };
 pub use seal::{as_written, body_digest, seal};
 pub use signature::{ALGORITHM, SignatureBlock, statement};
+pub use strict::parse_unique;
 pub use verification::{
     Check, Problem, Verdict, check_schema, check_sealed, read_receipt, receipt_files, verify_file,
 };

@@ -14,9 +14,9 @@ use crate::quote::printable;
 use crate::receipt::{HARNESS_RECEIPT_SCHEMA, RECEIPT_SCHEMA};
 use crate::seal::body_digest;
 use crate::signature::SignatureBlock;
-use serde::de::{self, Deserializer, MapAccess, SeqAccess, Visitor};
-use serde::{Deserialize, Serialize};
-use serde_json::{Map, Number, Value};
+use crate::strict::parse_unique;
+use serde::Serialize;
+use serde_json::Value;
 use std::io::Read;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
@@ -223,9 +223,8 @@ pub fn read_receipt(path: &Path) -> Result<Value, Problem> {
             RECEIPT_BYTES.max
         )));
     }
-    let value = serde_json::from_slice::<Strict>(&bytes)
-        .map_err(|e| Problem::new(Check::Json, format!("is not valid receipt JSON: {e}")))?
-        .0;
+    let value = parse_unique(&bytes)
+        .map_err(|e| Problem::new(Check::Json, format!("is not valid receipt JSON: {e}")))?;
     if !value.is_object() {
         return Err(Problem::new(Check::Json, "is not a JSON object"));
     }
@@ -424,79 +423,4 @@ fn check_cases(path: &Path, doc: &Value, key: &VerifyKey) -> Result<(), Problem>
         })?;
     }
     Ok(())
-}
-
-/// A JSON value parsed with every object's keys unique. serde_json keeps the last of duplicate
-/// keys while other readers keep the first, so a receipt could show a reader one status and
-/// the digest another; receipts with duplicates are refused instead. serde_json's recursion
-/// limit bounds the nesting.
-struct Strict(Value);
-
-impl<'de> Deserialize<'de> for Strict {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Strict, D::Error> {
-        d.deserialize_any(StrictVisitor).map(Strict)
-    }
-}
-
-struct StrictVisitor;
-
-impl<'de> Visitor<'de> for StrictVisitor {
-    type Value = Value;
-
-    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("a JSON value")
-    }
-
-    fn visit_bool<E>(self, v: bool) -> Result<Value, E> {
-        Ok(Value::Bool(v))
-    }
-
-    fn visit_i64<E>(self, v: i64) -> Result<Value, E> {
-        Ok(Value::Number(v.into()))
-    }
-
-    fn visit_u64<E>(self, v: u64) -> Result<Value, E> {
-        Ok(Value::Number(v.into()))
-    }
-
-    fn visit_f64<E: de::Error>(self, v: f64) -> Result<Value, E> {
-        Number::from_f64(v)
-            .map(Value::Number)
-            .ok_or_else(|| E::custom("a number that is not finite"))
-    }
-
-    fn visit_str<E>(self, v: &str) -> Result<Value, E> {
-        Ok(Value::String(v.to_string()))
-    }
-
-    fn visit_string<E>(self, v: String) -> Result<Value, E> {
-        Ok(Value::String(v))
-    }
-
-    fn visit_unit<E>(self) -> Result<Value, E> {
-        Ok(Value::Null)
-    }
-
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
-        let mut out = Vec::new();
-        while let Some(Strict(v)) = seq.next_element()? {
-            out.push(v);
-        }
-        Ok(Value::Array(out))
-    }
-
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
-        let mut out = Map::new();
-        while let Some(key) = map.next_key::<String>()? {
-            if out.contains_key(&key) {
-                return Err(de::Error::custom(format!(
-                    "duplicate key `{}`",
-                    printable(&key)
-                )));
-            }
-            let Strict(v) = map.next_value()?;
-            out.insert(key, v);
-        }
-        Ok(Value::Object(out))
-    }
 }

@@ -7,6 +7,7 @@
 //! its step ends.
 
 use serde::Deserialize;
+use serde_json::value::RawValue;
 use serde_json::{Map, Value, json};
 use std::collections::BTreeMap;
 use std::fmt;
@@ -82,11 +83,53 @@ impl fmt::Display for RpcError {
     }
 }
 
+/// A request's id: its value, which a `cancel` names and which keys a request in flight, and
+/// its text exactly as the request wrote it, which every answer echoes byte for byte (a number
+/// such as `12345678901234567890123` or `1e2` would not survive a round trip through a value).
+#[derive(Clone, Debug, PartialEq)]
+pub struct RequestId {
+    value: Value,
+    text: String,
+}
+
+impl RequestId {
+    /// The `null` id, for answers to requests whose id could not be read.
+    pub fn null() -> RequestId {
+        RequestId {
+            value: Value::Null,
+            text: "null".to_string(),
+        }
+    }
+
+    /// The id as a JSON value.
+    pub fn value(&self) -> &Value {
+        &self.value
+    }
+
+    /// The id as the request wrote it.
+    pub fn text(&self) -> &str {
+        &self.text
+    }
+}
+
+impl fmt::Display for RequestId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.text)
+    }
+}
+
+/// The text of a request's `id` member, as written (`None` when it has none or it is `null`).
+#[derive(Deserialize)]
+struct RawId<'a> {
+    #[serde(borrow, default)]
+    id: Option<&'a RawValue>,
+}
+
 /// A request as read from one line.
 #[derive(Debug)]
 pub struct Request {
     /// The id; `None` for a notification (no `id` member), which gets no answer.
-    pub id: Option<Value>,
+    pub id: Option<RequestId>,
     /// The method.
     pub method: Method,
 }
@@ -157,14 +200,16 @@ pub struct ShutdownParams {
 }
 
 /// Parses one line. An `Err` carries the id to answer with (`null` when none could be read).
-pub fn parse(line: &[u8]) -> Result<Request, (Value, RpcError)> {
-    let value: Value = serde_json::from_slice(line).map_err(|e| {
+/// A line whose objects name a member twice, at any depth, is a parse error: readers disagree
+/// on which of the two counts.
+pub fn parse(line: &[u8]) -> Result<Request, (RequestId, RpcError)> {
+    let value: Value = runx_receipts::parse_unique(line).map_err(|e| {
         (
-            Value::Null,
+            RequestId::null(),
             RpcError::new(ErrorCode::ParseError, format!("parse error: {e}")),
         )
     })?;
-    let invalid = |id: &Value, m: &str| {
+    let invalid = |id: &RequestId, m: &str| {
         (
             id.clone(),
             RpcError::new(ErrorCode::InvalidRequest, format!("invalid request: {m}")),
@@ -174,23 +219,30 @@ pub fn parse(line: &[u8]) -> Result<Request, (Value, RpcError)> {
         Value::Object(o) => o,
         Value::Array(_) => {
             return Err(invalid(
-                &Value::Null,
+                &RequestId::null(),
                 "batches are not supported; send one request object per line",
             ));
         }
-        _ => return Err(invalid(&Value::Null, "a request is a JSON object")),
+        _ => return Err(invalid(&RequestId::null(), "a request is a JSON object")),
     };
     let id = match obj.remove("id") {
         None => None,
-        Some(id @ (Value::Null | Value::Number(_) | Value::String(_))) => Some(id),
+        Some(value @ (Value::Null | Value::Number(_) | Value::String(_))) => {
+            // The line parsed once already, so it parses again; its `id` text is kept as is.
+            let text = serde_json::from_slice::<RawId<'_>>(line)
+                .ok()
+                .and_then(|raw| raw.id.map(|id| id.get().to_string()))
+                .unwrap_or_else(|| value.to_string());
+            Some(RequestId { value, text })
+        }
         Some(_) => {
             return Err(invalid(
-                &Value::Null,
+                &RequestId::null(),
                 "`id` must be a string, a number or null",
             ));
         }
     };
-    let answer_id = id.clone().unwrap_or(Value::Null);
+    let answer_id = id.clone().unwrap_or_else(RequestId::null);
     if obj.get("jsonrpc") != Some(&json!("2.0")) {
         return Err(invalid(&answer_id, "`jsonrpc` must be \"2.0\""));
     }
@@ -278,7 +330,7 @@ fn check_run(p: &RunParams) -> Result<(), RpcError> {
 }
 
 /// A result answer; `result` is already JSON text, written as it is.
-pub fn result_line(id: &Value, result: &str) -> Vec<u8> {
+pub fn result_line(id: &RequestId, result: &str) -> Vec<u8> {
     let mut line = format!("{{\"jsonrpc\":\"2.0\",\"id\":{id},\"result\":").into_bytes();
     line.extend_from_slice(result.as_bytes());
     line.extend_from_slice(b"}\n");
@@ -286,7 +338,7 @@ pub fn result_line(id: &Value, result: &str) -> Vec<u8> {
 }
 
 /// An error answer.
-pub fn error_line(id: &Value, e: &RpcError) -> Vec<u8> {
+pub fn error_line(id: &RequestId, e: &RpcError) -> Vec<u8> {
     let mut error = json!({"code": e.code.code(), "message": e.message});
     if let Some(data) = &e.data {
         error["data"] = data.clone();
@@ -294,10 +346,18 @@ pub fn error_line(id: &Value, e: &RpcError) -> Vec<u8> {
     format!("{{\"jsonrpc\":\"2.0\",\"id\":{id},\"error\":{error}}}\n").into_bytes()
 }
 
-/// A notification.
-pub fn notification_line(method: &str, params: Value) -> Vec<u8> {
+/// A notification about the request `id`: `params` is an object, and `id` goes first in it,
+/// written as the request wrote it.
+pub fn notification_line(method: &str, id: &RequestId, params: Value) -> Vec<u8> {
     let method = Value::from(method);
-    format!("{{\"jsonrpc\":\"2.0\",\"method\":{method},\"params\":{params}}}\n").into_bytes()
+    let rest = match params {
+        Value::Object(map) if !map.is_empty() => {
+            format!(",{}", &Value::Object(map).to_string()[1..])
+        }
+        _ => "}".to_string(),
+    };
+    format!("{{\"jsonrpc\":\"2.0\",\"method\":{method},\"params\":{{\"id\":{id}{rest}}}\n")
+        .into_bytes()
 }
 
 #[cfg(test)]
@@ -306,7 +366,7 @@ mod tests {
 
     fn code_of(line: &str) -> (Value, i64) {
         let (id, e) = parse(line.as_bytes()).expect_err("refused");
-        (id, e.code.code())
+        (id.value().clone(), e.code.code())
     }
 
     #[test]
@@ -387,7 +447,7 @@ mod tests {
     fn requests_and_notifications() {
         let r = parse(br#"{"jsonrpc":"2.0","id":1,"method":"run","params":{"skill":"s","runner":"r","inputs":{"a":1},"env":{"A":"b"},"cwd":"w","receipt_dir":"d","progress":true}}"#)
             .expect("run");
-        assert_eq!(r.id, Some(json!(1)));
+        assert_eq!(r.id.as_ref().map(RequestId::value), Some(&json!(1)));
         let Method::Run(p) = r.method else {
             panic!("not run")
         };
@@ -401,18 +461,59 @@ mod tests {
         ));
         let r = parse(br#"{"jsonrpc":"2.0","id":null,"method":"cancel","params":{"id":"x"}}"#)
             .expect("cancel");
-        assert_eq!(r.id, Some(Value::Null));
+        assert_eq!(r.id.as_ref().map(RequestId::value), Some(&Value::Null));
+    }
+
+    #[test]
+    fn ids_are_echoed_as_written_and_duplicate_members_refused() {
+        for written in [
+            "12345678901234567890123",
+            "1e2",
+            "-0",
+            "1.50",
+            r#""\u0061b""#,
+            "null",
+        ] {
+            let line = format!(
+                r#"{{"jsonrpc":"2.0","id":{written},"method":"inspect","params":{{"skill":"s"}}}}"#
+            );
+            let r = parse(line.as_bytes()).expect("inspect");
+            let id = r.id.expect("an id");
+            assert_eq!(id.text(), written);
+            let answer = String::from_utf8(result_line(&id, "null")).expect("utf-8");
+            assert_eq!(
+                answer,
+                format!("{{\"jsonrpc\":\"2.0\",\"id\":{written},\"result\":null}}\n")
+            );
+            let note = String::from_utf8(notification_line("progress", &id, json!({"bytes": 1})))
+                .expect("utf-8");
+            assert!(
+                note.contains(&format!(r#""params":{{"id":{written},"bytes":1}}"#)),
+                "{note}"
+            );
+        }
+        for duplicated in [
+            r#"{"jsonrpc":"2.0","id":1,"id":2,"method":"inspect","params":{"skill":"s"}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"run","params":{"skill":"a","skill":"b"}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"run","params":{"skill":"s","inputs":{"x":1,"x":2}}}"#,
+        ] {
+            assert_eq!(code_of(duplicated), (Value::Null, -32700), "{duplicated}");
+        }
     }
 
     #[test]
     fn answers_are_one_line_each() {
-        let line = result_line(&json!("a\nb"), r#"{"status":"sealed"}"#);
+        let id = parse(br#"{"jsonrpc":"2.0","id":"a\nb","method":"shutdown"}"#)
+            .expect("shutdown")
+            .id
+            .expect("an id");
+        let line = result_line(&id, r#"{"status":"sealed"}"#);
         assert_eq!(
             line,
             b"{\"jsonrpc\":\"2.0\",\"id\":\"a\\nb\",\"result\":{\"status\":\"sealed\"}}\n"
         );
         let e = RpcError::new(ErrorCode::Busy, "busy\nnow").with_data(json!({"running": 1}));
-        let line = error_line(&json!(2), &e);
+        let line = error_line(&RequestId::null(), &e);
         assert_eq!(line.iter().filter(|b| **b == b'\n').count(), 1);
         let v: Value = serde_json::from_slice(&line).expect("json");
         assert_eq!(v["error"]["code"], -32001);

@@ -4,7 +4,7 @@
 use crate::config::ServeConfig;
 use crate::line::{Line, read_line};
 use crate::protocol::{
-    self, ErrorCode, InspectParams, Method, Request, RpcError, RunParams, error_line,
+    self, ErrorCode, InspectParams, Method, Request, RequestId, RpcError, RunParams, error_line,
     notification_line, result_line,
 };
 use runx_runtime::{
@@ -55,7 +55,7 @@ struct Jobs {
 }
 
 struct Job {
-    id: Value,
+    id: RequestId,
     key: String,
     work: Work,
 }
@@ -116,7 +116,7 @@ impl Server {
             match line {
                 Line::End => break (Ending::EndOfInput, None),
                 Line::TooLong(n) => self.shared.answer_error(
-                    &Value::Null,
+                    &RequestId::null(),
                     &RpcError::new(
                         ErrorCode::InvalidRequest,
                         format!(
@@ -230,7 +230,7 @@ impl Server {
 enum Next {
     Continue,
     /// Stop reading; answer this id (none for a notification) once everything is answered.
-    Shutdown(Option<Value>),
+    Shutdown(Option<RequestId>),
 }
 
 impl Shared {
@@ -251,7 +251,7 @@ impl Shared {
         }
     }
 
-    fn answer_error(&self, id: &Value, e: &RpcError) {
+    fn answer_error(&self, id: &RequestId, e: &RpcError) {
         tracing::debug!(%id, error = %e, "request refused");
         self.write(&error_line(id, e));
     }
@@ -287,12 +287,13 @@ impl Shared {
     }
 
     /// Queues a request, or answers why not (invalid, duplicate id, busy).
-    fn admit(self: &Arc<Self>, id: Value, work: Result<Work, RpcError>) {
+    fn admit(self: &Arc<Self>, id: RequestId, work: Result<Work, RpcError>) {
         let mut work = match work {
             Ok(w) => w,
             Err(e) => return self.answer_error(&id, &e),
         };
-        let key = id.to_string();
+        // Keyed by value, as `cancel` names it; answered with the id as written.
+        let key = id.value().to_string();
         let refused = {
             let mut jobs = self.lock();
             let capacity = self.config.pool_size + self.config.queue;
@@ -351,15 +352,15 @@ impl Shared {
     }
 
     /// Sends `progress` notifications for the request `id`.
-    fn progress_sink(self: &Arc<Self>, id: &Value) -> ProgressSink {
+    fn progress_sink(self: &Arc<Self>, id: &RequestId) -> ProgressSink {
         let shared = Arc::downgrade(self);
         let id = id.clone();
         ProgressSink::new(move |p: &PageProgress| {
             if let Some(s) = shared.upgrade() {
                 s.write(&notification_line(
                     "progress",
+                    &id,
                     json!({
-                        "id": id,
                         "page_index": p.pages.saturating_sub(1),
                         "bytes": p.bytes,
                         "total_bytes": p.total_bytes,

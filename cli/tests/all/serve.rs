@@ -341,6 +341,16 @@ fn malformed_requests_get_errors_and_the_server_goes_on() {
     let v = s.next();
     assert_eq!(v["error"]["code"], -32002, "{v}");
     assert_eq!(v["error"]["data"]["kind"], "profile", "{v}");
+    // A member named twice: readers disagree on which counts, so the line is refused.
+    s.send_raw(b"{\"jsonrpc\":\"2.0\",\"id\":10,\"method\":\"inspect\",\"params\":{\"skill\":\"a\",\"skill\":\"steps\"}}\n");
+    expect(&mut s, -32700, Value::Null);
+    // Ids come back as written, byte for byte, through a real step.
+    s.send_raw(b"{\"jsonrpc\":\"2.0\",\"id\":12345678901234567890123,\"method\":\"inspect\",\"params\":{\"skill\":\"steps\"}}\n");
+    let line = s.next_line();
+    assert!(
+        line.starts_with("{\"jsonrpc\":\"2.0\",\"id\":12345678901234567890123,\"result\":"),
+        "{line}"
+    );
     // A `run` without an id is a notification: nobody could read its result, so it never runs.
     s.send(json!({"jsonrpc": "2.0", "method": "run", "params": {"skill": "steps"}}));
     // Still serving: a real request after all of that.
