@@ -378,6 +378,10 @@ impl Shared {
         let Some(Some(token)) = jobs.in_flight.get(&key) else {
             return false;
         };
+        // A step already cancelling is not cancelled again: only the first cancel did it.
+        if token.is_cancelled() {
+            return false;
+        }
         token.cancel();
         let queued = jobs.queue.iter().position(|j| j.key == key);
         if let Some(job) = queued.and_then(|i| jobs.queue.remove(i)) {

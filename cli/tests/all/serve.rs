@@ -442,8 +442,15 @@ fn cancel_kills_that_steps_worker_or_process_group_only() {
             .unwrap();
     assert_eq!(receipt["status"], "failure");
     assert_eq!(receipt["failure"]["kind"], "interrupted");
-    // The cli-tool step was untouched by that; now cancel it too.
+    // The cli-tool step was untouched by that; now cancel it too, twice at once: only the
+    // first cancel cancels it (the step may still be ending when the second arrives).
     s.request(json!("c2"), "cancel", json!({"id": "sleep"}));
+    s.request(json!("c2-again"), "cancel", json!({"id": "sleep"}));
+    assert_eq!(s.answer(&json!("c2"))["result"], json!({"cancelled": true}));
+    assert_eq!(
+        s.answer(&json!("c2-again"))["result"],
+        json!({"cancelled": false})
+    );
     let v = s.answer(&json!("sleep"));
     assert_eq!(v["result"]["error"]["kind"], "interrupted", "{v}");
     assert!(started.elapsed() < Duration::from_secs(10));
