@@ -11,14 +11,11 @@
 //! (`docs/src/results/`).
 
 use runx_profile::STATE_BYTES;
-use runx_runtime::Runtime;
-use runx_runtime::{Framer, PageBudget};
-use runx_worker::Limits;
-use runx_worker::ModuleBundle;
-use runx_worker::{Call, PagePayload, PageRecords, WorkerCommand};
-use runx_worker::{Engine, EngineCall, PageInput, spans_of_ends};
-use runx_worker::{Pool, PoolConfig};
-use runx_worker::{engine_by_name, engines_built};
+use runx_runtime::{Framer, PageBudget, Runtime};
+use runx_worker::{
+    Call, Engine, EngineCall, Limits, ModuleBundle, PageInput, PagePayload, PageRecords, Pool,
+    PoolConfig, WorkerCommand, engine_by_name, engines_built, spans_of_ends,
+};
 use runx_workload::{
     AGGREGATE_MODULE, Bench, PAGE_SIZES, Peaks, Sampler, Stats, TimeSplit, growth_exponent, stats,
     system_shmem_kib,

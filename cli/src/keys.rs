@@ -1,7 +1,7 @@
 //! Receipt keys on the command line (`--sign-key`, `--require-signed`) and in the
 //! environment, resolved before anything runs.
 
-use runx_receipts::{self as signing, KeyError, Signer, VerifyKey};
+use runx_receipts::{KeyError, Signer, VerifyKey};
 use runx_runtime::{FailureKind, RunError};
 use std::path::PathBuf;
 
@@ -36,22 +36,22 @@ pub fn keys(args: &SignArgs) -> Result<Keys, RunError> {
     };
     let verify = VerifyKey::from_env().map_err(|e| usage("verification_key", &e))?;
     let required = args.require_signed
-        || signing::require_signed_from_env().map_err(|e| usage("require_signed", &e))?;
+        || runx_receipts::require_signed_from_env().map_err(|e| usage("require_signed", &e))?;
     if required && signer.is_none() {
         return Err(RunError::new(
             FailureKind::Usage,
             "unsigned",
             format!(
                 "signed receipts are required (--require-signed or {}) but no signing key is configured; set {}, {} and {}, or pass --sign-key FILE",
-                signing::REQUIRE_SIGNED_ENV,
-                signing::SIGN_KID_ENV,
-                signing::SIGN_SEED_ENV,
-                signing::SIGN_ISSUER_TYPE_ENV
+                runx_receipts::REQUIRE_SIGNED_ENV,
+                runx_receipts::SIGN_KID_ENV,
+                runx_receipts::SIGN_SEED_ENV,
+                runx_receipts::SIGN_ISSUER_TYPE_ENV
             ),
         ));
     }
     if signer.is_some() {
-        signing::guard_process();
+        runx_receipts::guard_process();
     }
     Ok(Keys { signer, verify })
 }

@@ -8,12 +8,9 @@
 use crate::artifact::AdmissionError;
 use crate::framing::FramingError;
 use crate::subprocess::SubprocessError;
-use runx_profile::LimitDef;
-use runx_profile::ProfileError;
-use runx_profile::{InputError, OutputError};
+use runx_profile::{InputError, LimitDef, OutputError, ProfileError};
 use runx_receipts::FailureRecord;
-use runx_worker::BundleError;
-use runx_worker::{Failure, FailureCode, bound_message};
+use runx_worker::{BundleError, Failure, FailureCode, bound_message};
 use serde::{Deserialize, Serialize};
 
 /// What kind of thing went wrong. Serialized as its snake_case [`name`](FailureKind::name).

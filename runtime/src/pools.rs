@@ -3,10 +3,8 @@
 
 use crate::failure::RunError;
 use runx_profile::{ProfileError, Runner};
-use runx_worker::ENGINES;
-use runx_worker::WorkerCommand;
 pub use runx_worker::engines_built;
-use runx_worker::{Pool, PoolConfig};
+use runx_worker::{ENGINES, Pool, PoolConfig, WorkerCommand};
 use std::path::PathBuf;
 use std::sync::OnceLock;
 

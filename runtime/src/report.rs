@@ -6,8 +6,7 @@ use crate::failure::RunError;
 use crate::pools::{DEFAULT_ENGINE, engines_built};
 use crate::runtime::RunOutcome;
 use crate::subprocess::Capture;
-use runx_profile::{AppliedLimits, PRINTED_TEXT_BYTES};
-use runx_profile::{InputDecl, Profile, Runner, RunnerKind};
+use runx_profile::{AppliedLimits, InputDecl, PRINTED_TEXT_BYTES, Profile, Runner, RunnerKind};
 use runx_worker::ConsoleLog;
 use serde_json::{Map, Value, json};
 

@@ -10,13 +10,9 @@ use crate::record::{Identity, engine_record, receipt_of};
 use crate::runner::dispatch;
 use crate::runner::step::{Produced, Ran, RunContext, Step};
 use crate::subprocess::Capture;
-use runx_profile::{self as profile, Profile, Runner};
-use runx_profile::{check_outputs, resolve_inputs};
-use runx_receipts::{EngineRecord, Receipt, RunStatus, now_ms};
-use runx_receipts::{RECEIPT_DIR_ENV, Signer, VerifyKey};
-use runx_worker::CancelToken;
-use runx_worker::ConsoleLog;
-use runx_worker::WorkerCommand;
+use runx_profile::{Profile, Runner, check_outputs, resolve_inputs};
+use runx_receipts::{EngineRecord, RECEIPT_DIR_ENV, Receipt, RunStatus, Signer, VerifyKey, now_ms};
+use runx_worker::{CancelToken, ConsoleLog, WorkerCommand};
 use serde_json::{Map, Value};
 use std::path::PathBuf;
 use std::time::Instant;
@@ -311,7 +307,7 @@ impl Runtime {
             runner_type: None,
             profile_digest: None,
         };
-        let profile = match profile::load(&req.dir) {
+        let profile = match runx_profile::load(&req.dir) {
             Ok(p) => p,
             Err(e) => return (identity, Ran::failed(refused.unwrap_or_else(|| e.into()))),
         };

@@ -3,8 +3,7 @@
 //! one measured paged run.
 
 use runx_receipts::PageTimings;
-use runx_runtime::ProgressSink;
-use runx_runtime::{RunError, RunRequest, Runtime};
+use runx_runtime::{ProgressSink, RunError, RunRequest, Runtime};
 use serde_json::{Map, Value};
 use std::io::Write;
 use std::path::{Path, PathBuf};

@@ -4,7 +4,7 @@
 use crate::progress;
 use runx_profile::{ARTIFACT_BYTES, PAGE_BYTES};
 use runx_runtime::Runtime;
-use runx_workload::{self as workload, Bench, PAGE_SIZES, PagesRun};
+use runx_workload::{Bench, PAGE_SIZES, PagesRun};
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -214,12 +214,12 @@ fn measure(
         package: dir.path().join("pkg"),
         archive: "archive.js".to_string(),
     };
-    workload::write_package(&bench.package, &page_usizes)
+    runx_workload::write_package(&bench.package, &page_usizes)
         .map_err(|e| format!("cannot write the bench package: {e}"))?;
     let mut cells = Vec::new();
     for &size in sizes {
         let info = std::fs::File::create(dir.path().join(&bench.archive))
-            .and_then(|mut f| workload::write_archive(&mut f, size))
+            .and_then(|mut f| runx_workload::write_archive(&mut f, size))
             .map_err(|e| format!("cannot write the archive: {e}"))?;
         for &page_bytes in page_sizes {
             let mut runs = Vec::new();

@@ -6,9 +6,7 @@
 use crate::exit::usage;
 use crate::keys::{SignArgs, keys};
 use crate::{launch, signals};
-use runx_harness::{
-    self as harness, CaseResult, CaseVerdict, HarnessReceipt, Report, ReportStatus,
-};
+use runx_harness::{CaseResult, CaseVerdict, HarnessReceipt, Report, ReportStatus};
 use runx_runtime::Runtime;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -56,7 +54,7 @@ pub fn command(args: HarnessArgs, engine: Option<&str>) -> ExitCode {
 /// Runs the harness over `paths` on `rt`; `as_json` prints the report object instead of lines.
 /// The receipts go under `receipt_dir`.
 pub fn run(rt: &Runtime, paths: &[PathBuf], as_json: bool, receipt_dir: &Path) -> ExitCode {
-    let suites = match harness::discover(paths) {
+    let suites = match runx_harness::discover(paths) {
         Ok(s) => s,
         Err(e) => {
             errln!("runx: {e}");
@@ -73,7 +71,7 @@ pub fn run(rt: &Runtime, paths: &[PathBuf], as_json: bool, receipt_dir: &Path) -
     let started_at_ms = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
-    let report = harness::run_suites_with(rt, &suites, |case| {
+    let report = runx_harness::run_suites_with(rt, &suites, |case| {
         if !as_json {
             print_case(case);
         }

@@ -1,7 +1,7 @@
 //! `runx skill inspect DIR`: what a package declares, what of it this runtime runs and what it
 //! only shows, the load-time diagnostics, and the limits it runs under.
 
-use runx_profile::{self as profile, Profile};
+use runx_profile::Profile;
 use runx_runtime::describe_json;
 use serde_json::{Value, json};
 use std::path::Path;
@@ -9,7 +9,7 @@ use std::process::ExitCode;
 
 /// Prints the description of the package in `dir` (one JSON object with `as_json`).
 pub fn inspect(dir: &Path, as_json: bool) -> ExitCode {
-    let p = match profile::load(dir) {
+    let p = match runx_profile::load(dir) {
         Ok(p) => p,
         Err(e) => {
             errln!("runx: {e}");
@@ -117,7 +117,7 @@ fn print_human(p: &Profile, doc: &Value) {
                 outln!(
                     "    {}: {} — {}",
                     def.name,
-                    profile::human(def, *value),
+                    runx_profile::human(def, *value),
                     def.bounds
                 );
             }

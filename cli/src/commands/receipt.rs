@@ -1,8 +1,7 @@
 //! `runx receipt verify` and `runx receipt show`: receipts checked and printed offline.
 
-use runx_profile::{self as limits, CATALOGUE};
-use runx_receipts::{self as signing, KeyError, Signer, VerifyKey};
-use runx_receipts::{self as verification, Verdict};
+use runx_profile::CATALOGUE;
+use runx_receipts::{KeyError, Signer, Verdict, VerifyKey};
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -57,10 +56,10 @@ fn verification_key(args: &VerifyArgs) -> Result<VerifyKey, KeyError> {
     match Signer::from_env()? {
         Some(signer) => Ok(signer.verify_key()),
         None => Err(KeyError::Malformed {
-            name: signing::VERIFY_KID_ENV,
+            name: runx_receipts::VERIFY_KID_ENV,
             problem: format!(
                 "is not set: verifying needs a key; set it and {}, or pass --public-key FILE",
-                signing::VERIFY_PUBLIC_KEY_ENV
+                runx_receipts::VERIFY_PUBLIC_KEY_ENV
             ),
         }),
     }
@@ -77,8 +76,8 @@ fn verify(args: &VerifyArgs) -> ExitCode {
             return ExitCode::from(EXIT_USAGE);
         }
     };
-    let (files, mut verdicts) = verification::receipt_files(&args.paths);
-    verdicts.extend(files.iter().map(|f| verification::verify_file(f, &key)));
+    let (files, mut verdicts) = runx_receipts::receipt_files(&args.paths);
+    verdicts.extend(files.iter().map(|f| runx_receipts::verify_file(f, &key)));
     if verdicts.is_empty() {
         let message = "no receipts: the directories named hold no *.json files";
         errln!("runx: {message}");
@@ -150,7 +149,7 @@ fn print_verdict(v: &Verdict, kid: &str) {
 }
 
 fn show(file: &Path) -> ExitCode {
-    let doc = match verification::read_receipt(file) {
+    let doc = match runx_receipts::read_receipt(file) {
         Ok(d) => d,
         Err(p) => {
             errln!(
@@ -270,7 +269,7 @@ fn show_run(doc: &Value) {
     if let Some(limits) = doc.get("limits").and_then(Value::as_object) {
         for (name, value) in limits {
             let shown = match (CATALOGUE.iter().find(|d| d.name == name), value.as_u64()) {
-                (Some(def), Some(v)) => limits::human(def, v),
+                (Some(def), Some(v)) => runx_profile::human(def, v),
                 _ => terminal_safe(&value.to_string()),
             };
             outln!("  {:<27}{shown}", terminal_safe(name));

@@ -7,11 +7,10 @@
 use super::step::{Produced, Provenance, Ran, RunContext, Step};
 use crate::failure::{FailureKind, RunError};
 use crate::subprocess::{self, Capture, ProcessOutcome, ProcessSpec, Termination};
-use runx_profile::{self as template, Piece};
-use runx_profile::{CAPTURE_BYTES, CLI_WALL, KILL_GRACE};
-use runx_profile::{CliToolRunner, InputMode, RetryOn, Runner};
-use runx_receipts::digest;
-use runx_receipts::{ProcessRecord, StreamRecord};
+use runx_profile::{
+    CAPTURE_BYTES, CLI_WALL, CliToolRunner, InputMode, KILL_GRACE, Piece, RetryOn, Runner,
+};
+use runx_receipts::{ProcessRecord, StreamRecord, digest};
 use serde_json::{Map, Value};
 use std::collections::BTreeMap;
 use std::ffi::OsString;
@@ -267,7 +266,7 @@ fn expand(
 ) -> Result<String, RunError> {
     let bad = |m: String| RunError::new(FailureKind::Profile, "template", m);
     let mut out = String::new();
-    for piece in template::pieces(arg).map_err(bad)? {
+    for piece in runx_profile::pieces(arg).map_err(bad)? {
         match piece {
             Piece::Text(text) => out.push_str(text),
             Piece::Input(name) => match inputs.get(name) {

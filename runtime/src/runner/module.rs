@@ -4,8 +4,7 @@
 use super::step::{Provenance, RunContext, Step};
 use crate::failure::RunError;
 use runx_profile::JsRunner;
-use runx_worker::Limits;
-use runx_worker::{ModuleBundle, collect_bundle};
+use runx_worker::{Limits, ModuleBundle, collect_bundle};
 use std::sync::Arc;
 
 /// A javascript runner's module, ready to call.

@@ -4,8 +4,7 @@
 use super::*;
 use crate::failure::FailureKind;
 use crate::subprocess::stage::normalize_input_name;
-use runx_profile::EnvDecl;
-use runx_profile::{CAPTURE_BYTES, INPUT_INLINE, KILL_GRACE};
+use runx_profile::{CAPTURE_BYTES, EnvDecl, INPUT_INLINE, KILL_GRACE};
 use runx_worker::CancelToken;
 use serde_json::{Map, Value, json};
 use std::collections::BTreeMap;

@@ -3,8 +3,7 @@
 use crate::failure::RunError;
 use crate::framing::{FramingError, Page};
 use runx_receipts::ArtifactProvenance;
-use runx_worker::ConsoleLog;
-use runx_worker::PageRecords;
+use runx_worker::{ConsoleLog, PageRecords};
 use serde_json::Value;
 use std::collections::VecDeque;
 use std::time::Duration;

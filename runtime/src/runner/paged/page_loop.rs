@@ -11,12 +11,9 @@ use crate::progress::{PageProgress, ProgressSink};
 use crate::runner::module::Module;
 use runx_profile::{PAGE_COUNT, PagesDecl, STATE_BYTES};
 use runx_receipts::{ArtifactProvenance, sha256_hex};
-use runx_worker::ByteRange;
-use runx_worker::CancelToken;
-use runx_worker::ConsoleLog;
-use runx_worker::Limits;
-use runx_worker::Pool;
-use runx_worker::{Call, PagePayload, PageRecords, Reply};
+use runx_worker::{
+    ByteRange, Call, CancelToken, ConsoleLog, Limits, PagePayload, PageRecords, Pool, Reply,
+};
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::sync::mpsc::{Receiver, Sender};

@@ -22,9 +22,7 @@ use super::queue::ConsumerGuard;
 use crate::failure::RunError;
 use crate::framing::Page;
 use runx_profile::PAGE_COUNT;
-use runx_worker::ConsoleLog;
-use runx_worker::{Call, PagePayload, PageRecords, Reply};
-use runx_worker::{Lease, LeaseError};
+use runx_worker::{Call, ConsoleLog, Lease, LeaseError, PagePayload, PageRecords, Reply};
 use serde_json::Value;
 use std::time::Instant;
 
