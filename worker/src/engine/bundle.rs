@@ -3,7 +3,7 @@
 //! The host collects a bundle from a skill directory once ([`crate::host::collect`]) and sends
 //! it to each worker once; the worker caches it by [`ModuleBundle::digest`].
 
-use rquickjs::Ctx;
+use rquickjs::{Ctx, Exception};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
@@ -65,20 +65,25 @@ pub(crate) fn module_cost(path: &str, source: &str) -> usize {
     path.len() + source.len()
 }
 
-/// The text of the pending exception: `Name: message` plus the stack when there is one.
+/// An exception as text: `Name: message` plus the stack when there is one.
+pub(crate) fn exception_summary(ex: &Exception<'_>) -> String {
+    let name: String = ex.get("name").unwrap_or_else(|_| "Error".to_string());
+    let mut s = match ex.message() {
+        Some(m) if !m.is_empty() => format!("{name}: {m}"),
+        _ => name,
+    };
+    if let Some(stack) = ex.stack().filter(|s| !s.trim().is_empty()) {
+        s.push('\n');
+        s.push_str(stack.trim_end());
+    }
+    s
+}
+
+/// The text of the pending exception ([`exception_summary`] when it is an `Error`).
 pub(crate) fn exception_text(ctx: &Ctx<'_>) -> String {
     let v = ctx.catch();
     if let Some(ex) = v.as_exception() {
-        let name: String = ex.get("name").unwrap_or_else(|_| "Error".to_string());
-        let mut s = match ex.message() {
-            Some(m) if !m.is_empty() => format!("{name}: {m}"),
-            _ => name,
-        };
-        if let Some(stack) = ex.stack().filter(|s| !s.trim().is_empty()) {
-            s.push('\n');
-            s.push_str(stack.trim_end());
-        }
-        return s;
+        return exception_summary(ex);
     }
     if v.is_null() {
         return "null".to_string();

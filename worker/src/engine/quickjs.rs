@@ -4,7 +4,7 @@
 //! prove: globals, prototypes, atoms, compiled modules and the heap accounting all go away with
 //! it. It costs a few tens of microseconds next to the context itself.
 
-use crate::engine::bundle::{ModuleBundle, exception_text};
+use crate::engine::bundle::{ModuleBundle, exception_summary, exception_text};
 use crate::engine::{ConsoleLog, Engine, EngineCall, EngineOutput, MemoryCap, PageInput};
 use crate::wire::failure::{Failure, FailureCode};
 use rquickjs::context::intrinsic;
@@ -507,16 +507,7 @@ impl<'p> Session<'p> {
 /// Formats a thrown or rejected value.
 fn describe(v: &Value<'_>) -> String {
     if let Some(ex) = v.as_exception() {
-        let name: String = ex.get("name").unwrap_or_else(|_| "Error".to_string());
-        let mut s = match ex.message() {
-            Some(m) if !m.is_empty() => format!("{name}: {m}"),
-            _ => name,
-        };
-        if let Some(stack) = ex.stack().filter(|s| !s.trim().is_empty()) {
-            s.push('\n');
-            s.push_str(stack.trim_end());
-        }
-        return s;
+        return exception_summary(ex);
     }
     if let Some(s) = v.as_string().and_then(|s| s.to_string().ok()) {
         return s;
