@@ -17,38 +17,71 @@ pub const MAX_SAFE_INTEGER: u64 = (1 << 53) - 1;
 /// The first integer in `value` beyond ±[`MAX_SAFE_INTEGER`], as a JSON pointer below `value`
 /// and the integer's text. Numbers written with a fraction or an exponent are doubles already
 /// and pass.
+///
+/// Every run's inputs pass through here, so the walk allocates nothing per element: it keeps
+/// one iterator per open container (an explicit stack, as deep as the value may nest) and
+/// writes the pointer only for the integer it reports.
 pub fn unsafe_integer(value: &Value) -> Option<(String, String)> {
-    // An explicit stack: the value may nest as deep as its parser allowed.
-    let mut stack = vec![(String::new(), value)];
-    while let Some((at, v)) = stack.pop() {
-        match v {
-            Value::Number(n) => {
-                let beyond = match (n.as_u64(), n.as_i64()) {
-                    (Some(u), _) => u > MAX_SAFE_INTEGER,
-                    (None, Some(i)) => i.unsigned_abs() > MAX_SAFE_INTEGER,
-                    (None, None) => false,
-                };
-                if beyond {
-                    return Some((at, n.to_string()));
+    let mut open: Vec<(Step<'_>, Children<'_>)> = Vec::new();
+    let mut next = Some((Step::Root, value));
+    loop {
+        if let Some((step, v)) = next.take() {
+            match v {
+                Value::Number(n) if beyond(n) => {
+                    let at = open
+                        .iter()
+                        .map(|(s, _)| s)
+                        .chain([&step])
+                        .map(Step::pointer);
+                    return Some((at.collect(), n.to_string()));
                 }
+                Value::Array(items) => open.push((step, Children::Array(items.iter().enumerate()))),
+                Value::Object(map) => open.push((step, Children::Object(map.iter()))),
+                _ => {}
             }
-            Value::Array(items) => {
-                for (i, item) in items.iter().enumerate().rev() {
-                    stack.push((format!("{at}/{i}"), item));
-                }
-            }
-            Value::Object(map) => {
-                let mut entries: Vec<_> = map.iter().collect();
-                entries.reverse();
-                for (k, item) in entries {
-                    let k = k.replace('~', "~0").replace('/', "~1");
-                    stack.push((format!("{at}/{k}"), item));
-                }
-            }
-            Value::Null | Value::Bool(_) | Value::String(_) => {}
+        }
+        let (_, children) = open.last_mut()?;
+        next = match children {
+            Children::Array(items) => items.next().map(|(i, v)| (Step::Index(i), v)),
+            Children::Object(entries) => entries.next().map(|(k, v)| (Step::Key(k), v)),
+        };
+        if next.is_none() {
+            open.pop();
         }
     }
-    None
+}
+
+/// Whether `n` is an integer beyond ±[`MAX_SAFE_INTEGER`].
+fn beyond(n: &serde_json::Number) -> bool {
+    match (n.as_u64(), n.as_i64()) {
+        (Some(u), _) => u > MAX_SAFE_INTEGER,
+        (None, Some(i)) => i.unsigned_abs() > MAX_SAFE_INTEGER,
+        (None, None) => false,
+    }
+}
+
+/// How a value is reached from its container.
+enum Step<'a> {
+    Root,
+    Index(usize),
+    Key(&'a str),
+}
+
+impl Step<'_> {
+    /// The step as a JSON pointer segment (RFC 6901: `~` and `/` escaped).
+    fn pointer(&self) -> String {
+        match self {
+            Step::Root => String::new(),
+            Step::Index(i) => format!("/{i}"),
+            Step::Key(k) => format!("/{}", k.replace('~', "~0").replace('/', "~1")),
+        }
+    }
+}
+
+/// The values of an open container not yet visited.
+enum Children<'a> {
+    Array(std::iter::Enumerate<std::slice::Iter<'a, Value>>),
+    Object(serde_json::map::Iter<'a>),
 }
 
 #[cfg(test)]
