@@ -25,9 +25,8 @@ const STDERR_LINES_QUOTED: usize = 5;
 /// Runs a cli-tool runner.
 pub(crate) fn run(ctx: &RunContext<'_>, step: Step<'_>, tool: &CliToolRunner) -> Ran {
     let mut provenance = Provenance {
-        limits: runx_profile::limits_for(step.runner),
         input_digest: Some(digest(&Value::Object(step.inputs.clone()))),
-        ..Provenance::default()
+        ..Provenance::of(step.runner)
     };
     let result = prepare_and_run(ctx, &step, tool, &mut provenance);
     Ran { result, provenance }
