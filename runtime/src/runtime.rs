@@ -247,7 +247,7 @@ impl Runtime {
         if req.cancel.is_cancelled() && result.is_err() {
             result = Err(RunError::interrupted());
         }
-        let duration_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+        let duration_ms = runx_profile::millis(started.elapsed());
         let mut receipt = receipt_of(
             identity,
             &mut provenance,

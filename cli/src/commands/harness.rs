@@ -10,7 +10,7 @@ use runx_harness::{CaseResult, CaseVerdict, HarnessReceipt, Report, ReportStatus
 use runx_runtime::Runtime;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::time::{Instant, SystemTime, UNIX_EPOCH};
+use std::time::Instant;
 
 /// Exit code for malformed fixtures and unusable paths.
 const EXIT_USAGE: u8 = 64;
@@ -68,15 +68,13 @@ pub fn run(rt: &Runtime, paths: &[PathBuf], as_json: bool, receipt_dir: &Path) -
         }
     };
     let started = Instant::now();
-    let started_at_ms = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
+    let started_at_ms = runx_receipts::now_ms();
     let report = runx_harness::run_suites_with(rt, &suites, |case| {
         if !as_json {
             print_case(case);
         }
     });
-    let duration_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+    let duration_ms = runx_profile::millis(started.elapsed());
     let receipt = HarnessReceipt::new(rt, &report, started_at_ms, duration_ms);
     let receipt_path = match receipt.write(&report, receipt_dir) {
         Ok(p) => Some(p),
