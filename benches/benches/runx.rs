@@ -239,6 +239,7 @@ fn latency(worker: &WorkerCommand, runx: Option<&Path>, pkg: &Path, name: &str) 
                 page: None,
                 environment: &env,
                 limits: Limits::default(),
+                continues: false,
             })
             .expect("in-process call");
         t.elapsed()
@@ -695,6 +696,7 @@ impl Alone {
                 }),
                 environment: &BTreeMap::new(),
                 limits: Limits::default().with_wall(Duration::from_secs(600)),
+                continues: i > 0,
             })
             .map_err(|e| format!("page {i}: {e:?}"))?;
         Ok(out.output)
@@ -717,6 +719,7 @@ impl Alone {
     /// One pass of [`Alone::parity`] over every page, adding each page's ratio to `ratios`.
     fn parity_pass(&mut self, pool: &Pool, ratios: &mut Vec<f64>) -> Result<(), String> {
         let mut state = "null".to_string();
+        let run = PagePayload::new_run();
         for i in 0..self.pages.len() {
             let meta = self.meta(i, &state);
             let (blob, spans, _) = &self.pages[i];
@@ -730,6 +733,7 @@ impl Alone {
                 },
                 keep_state: false,
                 state_from: None,
+                run: Some(run),
             });
             let in_worker = || pool.call(&call).map_err(|e| format!("page {i}: {e}"));
             let early = if ratios.len() % 2 == 1 {
@@ -916,6 +920,7 @@ fn calibrate_burn() -> u64 {
             page: None,
             environment: &env,
             limits: Limits::default(),
+            continues: false,
         })
         .is_ok();
     let took = t.elapsed().as_secs_f64();

@@ -46,6 +46,7 @@
 //!         page: None,
 //!         environment: &BTreeMap::new(),
 //!         limits: Limits::default(),
+//!         continues: false,
 //!     })
 //!     .map_err(|(failure, _log)| failure)?;
 //! assert_eq!(out.output, br#"{"twice":42}"#);

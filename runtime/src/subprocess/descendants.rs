@@ -4,10 +4,14 @@
 //! run tracks its descendants in one of two ways, chosen when it starts:
 //!
 //! - **cgroup** (where runx may create one): a cgroup v2 of its own under runx's cgroup. The
-//!   child joins it before it execs, so everything it ever starts is in it, whatever session
-//!   or group it moves to; at the end `cgroup.kill` kills every member at once and the cgroup
-//!   is removed. Needs cgroup v2 with `cgroup.kill` (Linux 5.14+) and write access to runx's
-//!   own cgroup (root, or a delegated subtree such as a systemd user session).
+//!   child joins it before it execs and is confined to it (`confine.rs`: the cgroup
+//!   hierarchies read-only in a mount namespace of its own, `CAP_SYS_ADMIN` dropped), so
+//!   everything it ever starts stays in it, whatever session or group it moves to, even as
+//!   root. At the end `cgroup.kill` kills every member at once and the cgroup is removed.
+//!   Needs cgroup v2 with `cgroup.kill` (Linux 5.14+), write access to runx's own cgroup, and
+//!   `CAP_SYS_ADMIN` to confine the child (runx as root, in a container or not); without the
+//!   confinement a descendant with write access to another cgroup could leave, so runx then
+//!   uses the subreaper.
 //! - **subreaper** (elsewhere, or with `RUNX_CGROUP=off`): runx marks itself a child subreaper,
 //!   so descendants orphaned by their parents are re-parented to runx instead of init. While
 //!   the process runs, the supervisor records every descendant it sees in `/proc`; at the end
@@ -16,6 +20,7 @@
 //!   that escapes between two looks *and* clears its environment is missed; the cgroup has no
 //!   such gap.
 
+use super::confine;
 use std::collections::{HashMap, HashSet};
 use std::fs;
 use std::io::Write;
@@ -79,22 +84,16 @@ impl Descendants {
     pub(super) fn prepare(&self, command: &mut Command) {
         if let How::Cgroup(cg) = &self.how {
             let fd = std::os::fd::AsRawFd::as_raw_fd(&cg.procs);
-            // SAFETY: runs in the child between fork and exec; it makes one `write` system
-            // call on a descriptor the parent keeps open until the spawn returns, and reads
-            // errno. Nothing is allocated.
+            let mounts = confine::cgroup_mounts();
+            // SAFETY: runs in the child between fork and exec, where `join_and_confine` may
+            // run: it makes system calls on a descriptor the parent keeps open until the spawn
+            // returns and on strings made before the fork, and allocates nothing.
             #[allow(
                 unsafe_code,
-                reason = "pre_exec joins the cgroup between fork and exec"
+                reason = "pre_exec joins and confines the cgroup between fork and exec"
             )]
             unsafe {
-                command.pre_exec(move || {
-                    let written = nix::libc::write(fd, b"0".as_ptr().cast(), 1);
-                    if written == 1 {
-                        Ok(())
-                    } else {
-                        Err(std::io::Error::last_os_error())
-                    }
-                });
+                command.pre_exec(move || confine::join_and_confine(fd, mounts));
             }
         }
     }
@@ -159,6 +158,13 @@ impl RunCgroup {
     fn create() -> Option<RunCgroup> {
         static COUNTER: AtomicU64 = AtomicU64::new(0);
         if NO_CGROUP.load(Ordering::Relaxed) {
+            return None;
+        }
+        if !confine::has_sys_admin() {
+            NO_CGROUP.store(true, Ordering::Relaxed);
+            tracing::debug!(
+                "no cgroup for the run (no CAP_SYS_ADMIN for its cgroup namespace); using the subreaper"
+            );
             return None;
         }
         let parent = own_cgroup()?;

@@ -16,6 +16,7 @@
 
 mod capture;
 mod command;
+mod confine;
 mod descendants;
 mod env;
 mod error;

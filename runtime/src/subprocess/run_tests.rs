@@ -205,6 +205,38 @@ fn escaped_descendant_holding_stdout_is_killed_with_the_run() {
     assert!(elapsed < super::supervise::DRAIN_DEADLINE, "{elapsed:?}");
 }
 
+/// A descendant that leaves the group and moves itself to another cgroup (the root one, which
+/// root may write to) is still killed with the run: the run's cgroup is the root of its cgroup
+/// namespace, so the move is refused.
+#[test]
+fn descendant_moving_to_another_cgroup_is_killed_with_the_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let pid_file = dir.path().join("moved.pid");
+    let moved_file = dir.path().join("moved.log");
+    let escape = "for f in /sys/fs/cgroup/unified/cgroup.procs /sys/fs/cgroup/cgroup.procs; do \
+         if [ -w \"$f\" ] && echo 0 > \"$f\"; then echo \"moved to $f\"; fi; done; exec sleep 20";
+    let spec = sh_spec(
+        dir.path(),
+        &format!(
+            "setsid sh -c '{escape}' > {} 2>&1 &\necho $! > {}\nsleep 0.5\nexit 0",
+            moved_file.display(),
+            pid_file.display()
+        ),
+    );
+    let out = run(&spec, &CancelToken::new()).unwrap();
+    assert_eq!(out.termination, Termination::Exited(0));
+    let escaped = read_pid(&pid_file);
+    let gone = wait_gone(escaped);
+    if !gone {
+        let _ = nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(escaped),
+            nix::sys::signal::Signal::SIGKILL,
+        );
+    }
+    let moved = std::fs::read_to_string(&moved_file).unwrap_or_default();
+    assert!(gone, "the descendant {escaped} survived the run ({moved})");
+}
+
 #[test]
 fn cancel_token_ends_the_run() {
     let dir = tempfile::tempdir().unwrap();

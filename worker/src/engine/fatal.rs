@@ -2,36 +2,73 @@
 //!
 //! V8 cannot fail an allocation softly. When its heap runs out inside a builtin that never
 //! checks for termination (`new Array(1e9).fill(1)` fills a sparse array in a C++ loop), V8
-//! ends the process. A worker process then still answers the call it was running with the limit
-//! it ran into, so the host reports `resource_limit` instead of a crash; the failure discards
-//! the worker, which is gone a moment later. An engine used in-process (tests, benchmarks) has
+//! ends the process through its out-of-memory handler. When the worker's data cap is reached
+//! instead (a single allocation may exceed the heap limit: V8 flattens a 256 MiB rope string
+//! in one piece, and `JSON.stringify` builds its text in a C++ buffer outside the heap), a C++
+//! allocation inside V8 fails and the process aborts without a word. A
+//! worker process then still answers the call it was running with the limit it ran into, so
+//! the host reports `resource_limit` instead of a crash; the failure discards the worker, which
+//! is gone a moment later. The answer is made when the call starts, since nothing can be
+//! allocated when it is needed, and written with one system call. An abort is answered this way
+//! only when the data cap is nearly used up (a probe mapping of [`ABORT_PROBE_BYTES`] fails):
+//! an abort for another reason stays a crash. An engine used in-process (tests, benchmarks) has
 //! no host to answer, and the process simply ends.
 
 use crate::engine::ConsoleLog;
 use crate::wire::failure::Failure;
 use crate::wire::frame::write_frame;
 use crate::wire::message::{Header, Message};
+use nix::libc;
+use nix::sys::signal::{SaFlags, SigAction, SigHandler, SigSet, Signal, sigaction};
 use runx_rules::{Limit, Limits};
-use std::os::fd::AsFd;
-use std::sync::Mutex;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicPtr, Ordering};
 
 /// Whether this process is a worker whose stdout carries frames to a host.
 static ON_STDOUT: AtomicBool = AtomicBool::new(false);
 
-/// The call the worker is running, if any: its id, limits and the digest of the kept state it
-/// took (see `guest::ahead`).
-static RUNNING: Mutex<Option<(u64, Limits, Option<String>)>> = Mutex::new(None);
+/// The answer to the call the worker is running, if any: a leaked `Box<Vec<u8>>` holding the
+/// frame that says it ran out of memory, or null. A pointer, not a lock: a signal handler
+/// takes it.
+static RUNNING: AtomicPtr<Vec<u8>> = AtomicPtr::new(std::ptr::null_mut());
 
-/// Declares that this process answers a host through frames on its stdout.
+/// A mapping of this size that cannot be made means the worker's memory cap is nearly
+/// reached: a quarter of the V8 worker's data cap. (`JSON.stringify` in V8 grows its text in a
+/// C++ buffer outside the heap, doubling it: the allocation that fails may be twice what the
+/// text holds, while what is left is still tens of MiB.)
+const ABORT_PROBE_BYTES: usize = 128 * 1024 * 1024;
+
+/// Declares that this process answers a host through frames on its stdout, and answers an
+/// abort caused by the data cap (see the module documentation).
 pub(crate) fn answer_on_stdout() {
     ON_STDOUT.store(true, Ordering::SeqCst);
+    let action = SigAction::new(
+        SigHandler::Handler(on_abort),
+        SaFlags::SA_RESETHAND,
+        SigSet::empty(),
+    );
+    // SAFETY: `on_abort` only does what a signal handler may: atomics and the system calls
+    // `mmap`, `munmap` and `write`; it allocates, locks and frees nothing.
+    #[allow(unsafe_code, reason = "installs a signal handler")]
+    if let Err(e) = unsafe { sigaction(Signal::SIGABRT, &action) } {
+        eprintln!("runx worker: cannot handle aborts ({e}); an abort will be reported as a crash");
+    }
 }
 
-/// Records the call being run until the returned guard is dropped.
+/// Records the call being run until the returned guard is dropped: its id, limits and the
+/// digest of the kept state it took (see `guest::ahead`).
 pub(crate) fn running(call_id: u64, limits: Limits, state_digest: Option<String>) -> Running {
-    if let Ok(mut slot) = RUNNING.lock() {
-        *slot = Some((call_id, limits, state_digest));
+    if ON_STDOUT.load(Ordering::SeqCst) {
+        let failure = Failure::exceeded(Limit::HeapBytes, &limits).discard_worker();
+        let message = Message::Failure {
+            failure,
+            log: ConsoleLog::default(),
+            state_digest,
+        };
+        let mut frame = Vec::new();
+        if write_frame(&mut frame, &Header::new(call_id, message).to_bytes(), &[]).is_ok() {
+            let old = RUNNING.swap(Box::into_raw(Box::new(frame)), Ordering::SeqCst);
+            free(old);
+        }
     }
     Running(())
 }
@@ -41,17 +78,26 @@ pub(crate) struct Running(());
 
 impl Drop for Running {
     fn drop(&mut self) {
-        if let Ok(mut slot) = RUNNING.lock() {
-            *slot = None;
-        }
+        free(RUNNING.swap(std::ptr::null_mut(), Ordering::SeqCst));
     }
 }
 
-/// Answers the running call with "`limit` exceeded" and a discarded worker, once, when this
-/// process is a worker serving a host; returns whether it did. May run on any thread, from
-/// inside the engine; it writes to a duplicate of the stdout descriptor because the serving
-/// thread holds the stdout lock (and has flushed it: frames are flushed whole). Only the V8
-/// engine ends the process from inside a builtin, so a build without it never calls this.
+/// Frees a frame taken from [`RUNNING`].
+fn free(frame: *mut Vec<u8>) {
+    if !frame.is_null() {
+        // SAFETY: every non-null pointer in `RUNNING` came from `Box::into_raw`, and whoever
+        // swaps it out owns it: no one else can take it again.
+        #[allow(unsafe_code, reason = "takes back a box leaked into RUNNING")]
+        drop(unsafe { Box::from_raw(frame) });
+    }
+}
+
+/// Answers the running call with "`heap_bytes` exceeded" and a discarded worker, once, when
+/// this process is a worker serving a host; returns whether it did. May run on any thread, in
+/// a signal handler, with no memory left: it allocates, locks and frees nothing, and writes the
+/// frame made when the call started straight to the stdout descriptor (the serving thread is
+/// inside the call, not writing: frames are written and flushed whole). Only the V8 engine
+/// ends the process from inside a builtin.
 #[cfg_attr(
     not(feature = "v8"),
     allow(
@@ -59,26 +105,61 @@ impl Drop for Running {
         reason = "only the V8 engine ends the process from inside a builtin"
     )
 )]
-pub fn answer(limit: Limit) -> bool {
+pub fn answer_out_of_memory() -> bool {
     if !ON_STDOUT.load(Ordering::SeqCst) {
         return false;
     }
-    // `try_lock`: a thread that ends the process must never wait on another.
-    let Some((call_id, limits, state_digest)) =
-        RUNNING.try_lock().ok().and_then(|mut slot| slot.take())
-    else {
+    let frame = RUNNING.swap(std::ptr::null_mut(), Ordering::SeqCst);
+    if frame.is_null() {
         return false;
-    };
-    let failure = Failure::exceeded(limit, &limits).discard_worker();
-    let log = ConsoleLog::default();
-    let message = Message::Failure {
-        failure,
-        log,
-        state_digest,
-    };
-    let header = Header::new(call_id, message).to_bytes();
-    match std::io::stdout().as_fd().try_clone_to_owned() {
-        Ok(fd) => write_frame(&mut std::fs::File::from(fd), &header, &[]).is_ok(),
-        Err(_) => false,
+    }
+    // SAFETY: the pointer came from `Box::into_raw` and was swapped out here, so this thread
+    // owns it; it is leaked, not freed (the process is ending, and `free` may not be called
+    // from a signal handler).
+    #[allow(unsafe_code, reason = "reads the frame leaked into RUNNING")]
+    let frame: &[u8] = unsafe { &*frame };
+    let mut rest = frame;
+    while !rest.is_empty() {
+        // SAFETY: `write` reads `rest.len()` bytes from a live slice.
+        #[allow(unsafe_code, reason = "write(2), which a signal handler may call")]
+        let n = unsafe { libc::write(libc::STDOUT_FILENO, rest.as_ptr().cast(), rest.len()) };
+        if n <= 0 {
+            return false;
+        }
+        rest = &rest[n as usize..];
+    }
+    true
+}
+
+/// The SIGABRT handler: answers the running call when the data cap is nearly reached, then
+/// returns, and `abort` ends the process (the handler was reset to the default).
+extern "C" fn on_abort(_: libc::c_int) {
+    if data_cap_reached() {
+        answer_out_of_memory();
+    }
+}
+
+/// Whether a probe mapping of [`ABORT_PROBE_BYTES`] fails: private writable memory counts
+/// against the data cap, and the probe is never touched.
+fn data_cap_reached() -> bool {
+    // SAFETY: maps fresh anonymous memory nothing else refers to, and unmaps it at once.
+    #[allow(
+        unsafe_code,
+        reason = "mmap(2) and munmap(2), which a signal handler may call"
+    )]
+    unsafe {
+        let probe = libc::mmap(
+            std::ptr::null_mut(),
+            ABORT_PROBE_BYTES,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
+            -1,
+            0,
+        );
+        if probe == libc::MAP_FAILED {
+            return true;
+        }
+        libc::munmap(probe, ABORT_PROBE_BYTES);
+        false
     }
 }

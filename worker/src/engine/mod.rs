@@ -67,6 +67,10 @@ pub struct EngineCall<'a> {
     pub environment: &'a BTreeMap<String, String>,
     /// The limits of this call.
     pub limits: Limits,
+    /// Whether this call is the next page of the paged run the engine's previous call belonged
+    /// to. Only then may an engine hand the call what an earlier call built (V8 keeps its
+    /// isolate); any other call starts from nothing a call before it touched.
+    pub continues: bool,
 }
 
 /// One line written through `console.*`.
@@ -263,4 +267,8 @@ pub trait Engine {
 
     /// Runs one call in a fresh context. Failures carry whether the engine stays usable.
     fn call(&mut self, call: &EngineCall<'_>) -> Result<EngineOutput, (Failure, ConsoleLog)>;
+
+    /// The worker is idle and the next call will not continue the last one: an engine may
+    /// prepare that call's clean start now, off the path of its answer.
+    fn idle(&mut self) {}
 }

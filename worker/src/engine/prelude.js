@@ -8,7 +8,7 @@
 // `construct`, and reads no global or prototype property when it runs. Internal tables have a
 // null prototype, so an inherited setter (`Array.prototype[0]`) cannot intercept them. Every
 // function here is strict, so stack-trace APIs and `caller` never hand one to module code.
-(function (sink, allowed) {
+(function (sink, allowed, chargeBuffers) {
   "use strict";
   const g = globalThis;
   const apply = Reflect.apply;
@@ -26,6 +26,7 @@
   const charCodeAt = String.prototype.charCodeAt;
   const slice = String.prototype.slice;
   const indexOf = String.prototype.indexOf;
+  const replace = String.prototype.replace;
   const MapRef = Map;
   const mapGet = Map.prototype.get;
   const mapSet = Map.prototype.set;
@@ -40,6 +41,17 @@
   const toPrimitiveKey = Symbol.toPrimitive;
   const ErrorRef = Error;
   const TypeErrorRef = TypeError;
+  const getOwnPropertyDescriptor = Object.getOwnPropertyDescriptor;
+  const BufferRef = g.ArrayBuffer;
+  const BufferProto = BufferRef.prototype;
+  const bufferResize = BufferProto.resize;
+  const bufferTransfer = BufferProto.transfer;
+  const bufferResizable = getOwnPropertyDescriptor(BufferProto, "resizable").get;
+  const bufferLength = getOwnPropertyDescriptor(BufferProto, "byteLength").get;
+  const functionToString = Function.prototype.toString;
+  const WeakMapRef = WeakMap;
+  const weakGet = WeakMap.prototype.get;
+  const weakSet = WeakMap.prototype.set;
   const HEX = "0123456789ABCDEF";
 
   for (const name of ownKeys(g)) {
@@ -47,6 +59,90 @@
       delete g[name];
     }
   }
+
+  // ArrayBuffer: the same constructor on both engines, under which every byte a buffer holds
+  // counts against the call's memory. QuickJS counts a resizable buffer's contents in its one
+  // memory limit. V8 keeps them outside the allocator that bounds ArrayBuffer contents (module
+  // `buffers` of the V8 engine), so there (`chargeBuffers`) the most a resizable buffer has
+  // held is taken from that allocator's budget as fixed buffers kept beside it, for as long as
+  // the buffer lives: past the budget, creating or growing it throws V8's own RangeError and
+  // the call fails with `heap_bytes`, as on QuickJS.
+  const charged = new WeakMapRef();
+  function charge(buffer) {
+    if (!chargeBuffers || !apply(bufferResizable, buffer, [])) return;
+    const length = apply(bufferLength, buffer, []);
+    let held = apply(weakGet, charged, [buffer]);
+    if (held === undefined) {
+      held = create(null);
+      held.bytes = 0;
+      held.parts = 0;
+      apply(weakSet, charged, [buffer, held]);
+    }
+    if (length > held.bytes) {
+      held[held.parts] = construct(BufferRef, [length - held.bytes]);
+      held.parts += 1;
+      held.bytes = length;
+    }
+  }
+  function ArrayBuffer(length) {
+    if (new.target === undefined) {
+      throw new TypeErrorRef("Constructor ArrayBuffer requires 'new'");
+    }
+    const buffer = construct(BufferRef, arguments, new.target);
+    charge(buffer);
+    return buffer;
+  }
+  const bufferMethods = {
+    resize(newLength) {
+      if (!chargeBuffers) return apply(bufferResize, this, arguments);
+      const before = apply(bufferLength, this, []);
+      apply(bufferResize, this, arguments);
+      try {
+        charge(this);
+      } catch (e) {
+        apply(bufferResize, this, [before]);
+        throw e;
+      }
+    },
+    transfer(newLength) {
+      const moved = apply(bufferTransfer, this, arguments);
+      charge(moved);
+      return moved;
+    },
+  };
+  defineProperty(ArrayBuffer, "prototype", { value: BufferProto, writable: false });
+  defineProperty(ArrayBuffer, "isView", getOwnPropertyDescriptor(BufferRef, "isView"));
+  defineProperty(ArrayBuffer, Symbol.species, getOwnPropertyDescriptor(BufferRef, Symbol.species));
+  defineProperty(BufferProto, "constructor", {
+    value: ArrayBuffer, writable: true, enumerable: false, configurable: true,
+  });
+  for (const name of ["resize", "transfer"]) {
+    defineProperty(BufferProto, name, {
+      value: bufferMethods[name], writable: true, enumerable: false, configurable: true,
+    });
+  }
+  defineProperty(g, "ArrayBuffer", {
+    value: ArrayBuffer, writable: true, enumerable: false, configurable: true,
+  });
+
+  // The functions the prelude puts in place of intrinsics print as the engine prints its own
+  // (`function resize() { [native code] }`), not as their source.
+  const nativeText = apply(functionToString, BufferRef, []);
+  const natives = new WeakMapRef();
+  const toStringMethods = {
+    toString() {
+      const name = apply(weakGet, natives, [this]);
+      if (name === undefined) return apply(functionToString, this, arguments);
+      return apply(replace, nativeText, ["ArrayBuffer", name]);
+    },
+  };
+  apply(weakSet, natives, [ArrayBuffer, "ArrayBuffer"]);
+  apply(weakSet, natives, [bufferMethods.resize, "resize"]);
+  apply(weakSet, natives, [bufferMethods.transfer, "transfer"]);
+  apply(weakSet, natives, [toStringMethods.toString, "toString"]);
+  defineProperty(Function.prototype, "toString", {
+    value: toStringMethods.toString, writable: true, enumerable: false, configurable: true,
+  });
 
   // The clock: `new Date()` is the epoch and `Date.now()` is 0. The real constructor is reachable
   // from nowhere: not as a global, not as `Date.prototype.constructor`, not through `super` or
@@ -125,6 +221,8 @@
   defineProperty(g, "Date", {
     value: FixedDate, writable: true, configurable: true, enumerable: false,
   });
+  apply(weakSet, natives, [FixedDate, "Date"]);
+  apply(weakSet, natives, [now, "now"]);
 
   // No structured stack traces: a `prepareStackTrace` hook would hand module code the function
   // of every frame on the stack (QuickJS hands out even strict ones), whatever it is. The hook
@@ -135,13 +233,14 @@
     configurable: false, enumerable: false,
   });
 
+  const random = function random() {
+    throw new TypeErrorRef(
+      "Math.random() is unavailable in deterministic modules: derive values from the inputs instead"
+    );
+  };
+  apply(weakSet, natives, [random, "random"]);
   defineProperty(Math, "random", {
-    value: function random() {
-      throw new TypeErrorRef(
-        "Math.random() is unavailable in deterministic modules: derive values from the inputs instead"
-      );
-    },
-    writable: true, configurable: true, enumerable: false,
+    value: random, writable: true, configurable: true, enumerable: false,
   });
 
   // Console: arguments formatted like JSON.stringify (strings as they are), joined by spaces,
@@ -181,17 +280,22 @@
   // arrays, NaN and Infinity null, boxed primitives unwrapped, a Map `{}`), except for what
   // JSON cannot carry faithfully: a cycle, a BigInt, a lone surrogate in a string or a property
   // name, or nesting deeper than `maxDepth` objects and arrays. Those come back as
-  // `{code, message}` naming the first offending path; the text comes back as a string.
+  // `{code, message}` naming the first offending path; the text comes back as a string. An
+  // output that cannot fit in `maxBytes` is refused as it is walked, before the text is made:
+  // each value counts at least one byte, a string its length (a UTF-16 unit is at least one
+  // UTF-8 byte) and a property name its length plus three; the host checks the exact size (a
+  // boxed String is not counted here: reading its text could run module code).
   // `JSON.stringify` calls the replacer on every value after its toJSON, in document order, with
   // the holder as `this`, so the replacer can keep the path and depth of each object it lets
   // through and refuse before the native serializer goes on.
-  function encode(value, maxDepth) {
+  function encode(value, maxDepth, maxBytes) {
     const nodes = new MapRef(); // object → { parent, key, depth, array }
     const chain = create(null); // chain[d]: the object at depth d on the current path
     const top = { parent: null, key: null, depth: 0, array: false };
     let problem = null;
     let first = true;
     let topType = "undefined";
+    let atLeast = 0;
     function refuse(code, holder, key, what) {
       problem = freeze({ code, message: `${pathOf(holder, key)} ${what}` });
       throw problem;
@@ -206,6 +310,12 @@
       }
       const t = typeof v;
       if (t === "undefined" || t === "function" || t === "symbol") return v;
+      atLeast += 1;
+      if (holder !== top && !holder.array) atLeast += key.length + 3;
+      if (t === "string") atLeast += v.length;
+      if (atLeast > maxBytes) {
+        refuse("output_bytes", holder, key, `makes the output longer than ${maxBytes} bytes`);
+      }
       if (holder !== top && !holder.array && !apply(isWellFormed, key, [])) {
         refuse("output_rejected", holder, key, "has a property name with a lone surrogate, which UTF-8 cannot encode");
       }

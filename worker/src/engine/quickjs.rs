@@ -414,8 +414,9 @@ impl<'p> Session<'p> {
         let helpers = p.helpers.clone().restore(ctx).map_err(restore_err)?;
         let encode: Function = helpers.get("encode").map_err(restore_err)?;
         let depth = i32::try_from(self.limits.output_depth).unwrap_or(i32::MAX);
+        let bytes = self.limits.output_bytes as f64;
         let encoded: Value = encode
-            .call((value, depth))
+            .call((value, depth, bytes))
             .map_err(|_| self.failure(ctx, FailureCode::OutputRejected))?;
         if let Some(text) = encoded.as_string() {
             let text = text.to_string().map_err(restore_err)?;

@@ -14,6 +14,8 @@ pub(super) struct Invoke {
     pub(super) limits: Limits,
     pub(super) input_len: u32,
     pub(super) page: Option<PageLayout>,
+    /// Whether the call is the next page of the run the worker's last call belonged to.
+    pub(super) continues: bool,
 }
 
 /// The failure of a request the worker cannot read or will not take.

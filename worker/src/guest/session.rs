@@ -46,6 +46,7 @@ pub fn run_session_with(
         descriptors,
         pages: PageMemory::default(),
         kept: None,
+        last_run: None,
     }
     .run(input, output)
 }
@@ -82,6 +83,9 @@ struct Session<'s> {
     pages: PageMemory,
     /// The state the last page's result carries forward, when that page asked to keep it.
     kept: Option<KeptState>,
+    /// The paged run and bundle digest of the last call, when it was a page that succeeded:
+    /// the next page of that run may continue on what the engine kept of it.
+    last_run: Option<(u64, String)>,
 }
 
 impl Session<'_> {
@@ -99,7 +103,14 @@ impl Session<'_> {
                 }
             };
             match self.handle(&payload) {
-                Next::Answer(id, message, tail) => answer(&mut output, id, message, &[&tail])?,
+                Next::Answer(id, message, tail) => {
+                    answer(&mut output, id, message, &[&tail])?;
+                    if self.last_run.is_none() {
+                        // The answer is out: the next call's clean start is made while the
+                        // host reads it.
+                        self.engine.idle();
+                    }
+                }
                 Next::Refuse(id, message, error) => {
                     answer(&mut output, id, message, &[])?;
                     return Err(error);
@@ -143,6 +154,7 @@ impl Session<'_> {
                     limits,
                     input_len,
                     page,
+                    continues: false,
                 };
                 self.invoke(request, &bundle_digest, bundle, tail)
             }
@@ -164,7 +176,7 @@ impl Session<'_> {
     /// the state its result carries forward kept, when the page asked for that).
     fn invoke(
         &mut self,
-        request: Invoke,
+        mut request: Invoke,
         bundle_digest: &str,
         sent: Option<ModuleBundle>,
         tail: &[u8],
@@ -189,9 +201,21 @@ impl Session<'_> {
             Err(failure) => return Next::reject(id, failure),
         };
         let keep = request.page.is_some_and(|p| p.keep_state);
+        // Only the next page of the run the last call belonged to continues on what the
+        // engine kept of it; every other call starts clean.
+        let run = request
+            .page
+            .and_then(|p| p.run)
+            .map(|run| (run, bundle_digest.to_string()));
+        let last_run = self.last_run.take();
+        request.continues = run.is_some() && run == last_run;
         let next = self.call(&request, &bundle, tail, file, kept);
-        if keep && let Next::Answer(_, Message::Result { .. }, output) = &next {
-            self.kept = ahead::carried_state(output).map(|state| KeptState { call_id: id, state });
+        if let Next::Answer(_, Message::Result { .. }, output) = &next {
+            self.last_run = run;
+            if keep {
+                let state = ahead::carried_state(output);
+                self.kept = state.map(|state| KeptState { call_id: id, state });
+            }
         }
         next
     }
@@ -411,6 +435,7 @@ fn call_with(
         }),
         environment: &request.environment,
         limits: request.limits,
+        continues: request.continues,
     };
     // If the engine must end the process (a heap exhausted inside a builtin), the answer to
     // this call is still written: see `fatal`.

@@ -120,6 +120,15 @@ impl Failure {
     /// The failure for a return value the prelude's `encode` refused: `code` is
     /// `output_depth` or `output_rejected`, and `message` names the offending path.
     pub fn unencodable(code: &str, message: &str, limits: &Limits) -> Failure {
+        if code == Limit::OutputBytes.name() {
+            return Failure::limit(
+                Limit::OutputBytes,
+                format!(
+                    "{message}: the output_bytes limit is {} bytes",
+                    limits.output_bytes
+                ),
+            );
+        }
         if code == Limit::OutputDepth.name() {
             return Failure::limit(
                 Limit::OutputDepth,

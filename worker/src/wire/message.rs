@@ -51,6 +51,10 @@ pub struct PageLayout {
     /// that call's reply reached it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub state_from: Option<u64>,
+    /// The paged run of the page, unique within the host process. A page of the run the
+    /// worker's previous call belonged to continues on what that call built.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run: Option<u64>,
 }
 
 impl PageLayout {

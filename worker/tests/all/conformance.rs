@@ -32,6 +32,7 @@ fn run_with(
         page: None,
         environment: &environment,
         limits,
+        continues: false,
     })
 }
 
@@ -828,6 +829,142 @@ pub fn heap_budget_starts_over(e: &mut dyn Engine) {
     }
 }
 
+/// A call's outcome is the one it has alone, whatever ran before it on the engine: a call that
+/// registers 40 MiB of `Symbol.for` keys (an isolate-wide table on V8, which no collection
+/// empties) or leaves buffers behind changes nothing for the next call, another package's.
+pub fn a_call_leaves_nothing_for_the_next(e: &mut dyn Engine) {
+    // Numbers cost 16 bytes an element on QuickJS and 8 on V8: 32 MiB of the 64 either way (and
+    // more while the array grows).
+    let count = if e.name() == "v8" {
+        4_000_000
+    } else {
+        2_000_000
+    };
+    let victim = single(&format!(
+        "export default () => {{ const a = []; for (let i = 0; i < {count}; i++) a.push(i + 0.5); return {{ n: a.length }}; }};"
+    ));
+    // How many 1 MiB buffers fit before a catchable error (QuickJS), or the call's failure at the
+    // heap limit (V8): a measure of what is left.
+    let probe = single(
+        "export default () => { const kept = []; try { for (;;) kept.push(new ArrayBuffer(2 ** 20)); } catch (e) { return { n: kept.length, error: e.name }; } };",
+    );
+    let filler = single(
+        "export default () => { for (let i = 0; i < 40960; i++) Symbol.for(String(i).padStart(1024, 'k')); return {}; };",
+    );
+    let writer = single(
+        "const left = []; export default () => { for (let i = 0; i < 16; i++) left.push(new ArrayBuffer(2 ** 20)); return {}; };",
+    );
+    let call = |e: &mut dyn Engine, bundle: &Arc<ModuleBundle>| {
+        run_with(e, bundle, None, json!({}), &[], Limits::default())
+            .map(|out| serde_json::from_slice::<Value>(&out.output).unwrap())
+            .map_err(|(f, _)| (f.code, f.limit))
+    };
+    let alone = call(e, &victim);
+    assert_eq!(alone, Ok(json!({"n": count})));
+    let measured = call(e, &probe);
+    assert!(
+        matches!(&measured, Ok(v) if v["n"].as_u64().unwrap_or(0) > 16)
+            || measured == Err((FailureCode::ResourceLimit, Some(Limit::HeapBytes))),
+        "{measured:?}"
+    );
+    for _ in 0..2 {
+        assert_eq!(call(e, &filler), Ok(json!({})));
+        assert_eq!(call(e, &victim), alone);
+        assert_eq!(call(e, &writer), Ok(json!({})));
+        assert_eq!(call(e, &probe), measured);
+    }
+}
+
+/// Resizable ArrayBuffers count against the call's memory on both engines: growing one past
+/// `heap_bytes` fails `heap_bytes`, and what it holds leaves less for other buffers.
+pub fn resizable_buffers_count_against_the_heap(e: &mut dyn Engine) {
+    let grow = single(
+        "export default () => { const b = new ArrayBuffer(0, { maxByteLength: 2 ** 30 }); b.resize(300 * 2 ** 20); new Uint8Array(b).fill(1); return { n: b.byteLength }; };",
+    );
+    let f = failure(run_with(e, &grow, None, json!({}), &[], Limits::default()));
+    assert_eq!(f.limit, Some(Limit::HeapBytes), "{f}");
+    // Made at its size, and moved by `transfer`: still counted.
+    for made in [
+        "new ArrayBuffer(300 * 2 ** 20, { maxByteLength: 2 ** 30 })",
+        "new ArrayBuffer(8, { maxByteLength: 2 ** 30 }).transfer(300 * 2 ** 20)",
+    ] {
+        let source = format!(
+            "export default () => {{ const b = {made}; new Uint8Array(b).fill(1); return {{ n: b.byteLength }}; }};"
+        );
+        let f = failure(run_with(
+            e,
+            &single(&source),
+            None,
+            json!({}),
+            &[],
+            Limits::default(),
+        ));
+        assert_eq!(f.limit, Some(Limit::HeapBytes), "{made}: {f}");
+    }
+    // 40 MiB held by a resizable buffer and 40 MiB asked of a fixed one do not fit in 64.
+    let both = single(
+        "export default () => { const r = new ArrayBuffer(0, { maxByteLength: 2 ** 30 }); r.resize(40 * 2 ** 20); let fixed = 'ok'; try { new ArrayBuffer(40 * 2 ** 20); } catch (e) { fixed = e.name; } r.resize(8); return { fixed, n: r.byteLength, resizable: r.resizable }; };",
+    );
+    let out = run_with(e, &both, None, json!({}), &[], Limits::default());
+    match out {
+        Ok(out) => assert_eq!(
+            serde_json::from_slice::<Value>(&out.output).unwrap(),
+            // QuickJS reports running out of memory as an InternalError.
+            json!({"fixed": if e.name() == "v8" { "RangeError" } else { "InternalError" }, "n": 8, "resizable": true})
+        ),
+        // QuickJS may fail the whole call on its one memory limit instead.
+        Err((f, _)) => assert_eq!(f.limit, Some(Limit::HeapBytes), "{f}"),
+    }
+    // The constructor keeps its identity and behaviour.
+    let out = output(run(
+        e,
+        "class Sub extends ArrayBuffer {} export default () => { const s = new Sub(4, { maxByteLength: 16 }); s.resize(12); let plain = ''; try { ArrayBuffer(1); } catch (e) { plain = e.name; } return { sub: s instanceof Sub && s instanceof ArrayBuffer, n: s.byteLength, ctor: new ArrayBuffer(1).constructor === ArrayBuffer, view: ArrayBuffer.isView(new Uint8Array(1)), name: ArrayBuffer.name, length: ArrayBuffer.length, plain, text: /native code/.test(String(ArrayBuffer)) && /native code/.test(String(ArrayBuffer.prototype.resize)) }; };",
+        json!({}),
+    ));
+    assert_eq!(
+        out,
+        json!({"sub": true, "n": 12, "ctor": true, "view": true, "name": "ArrayBuffer", "length": 1, "plain": "TypeError", "text": true})
+    );
+}
+
+/// An output too large to send is a typed limit on both engines, never a crash: a 256 MiB
+/// string made cheaply (V8 keeps `repeat` as a rope) is refused before its JSON text is made.
+pub fn oversized_outputs_are_typed(e: &mut dyn Engine) {
+    let f = failure(run(
+        e,
+        "export default () => ({ s: 'x'.repeat(2 ** 28) });",
+        json!({}),
+    ));
+    assert_eq!(f.code, FailureCode::ResourceLimit, "{f}");
+    assert!(
+        matches!(f.limit, Some(Limit::OutputBytes | Limit::HeapBytes)),
+        "{f}"
+    );
+    // Many references to one string: small in memory, large as text.
+    let f = failure(run(
+        e,
+        "export default () => { const s = 'y'.repeat(1000); return { a: new Array(10000).fill(s) }; };",
+        json!({}),
+    ));
+    assert_eq!(f.limit, Some(Limit::OutputBytes), "{f}");
+    assert!(f.message.contains("output.a["), "{f}");
+    // In a worker process, a text that outgrows the heap while it is made (a boxed string is
+    // not counted beforehand) is answered as the heap limit, not lost with the process.
+    let pool = engine_pool(e);
+    let mut call = Call::new(
+        single("export default () => ({ s: new String('z'.repeat(2 ** 28)) });"),
+        None,
+        b"{}".to_vec(),
+    );
+    call.limits = Limits::default().with_wall(Limits::MAX_WALL);
+    let f = pool.call(&call).unwrap_err().failure;
+    assert_eq!(f.code, FailureCode::ResourceLimit, "{f}");
+    assert!(
+        matches!(f.limit, Some(Limit::OutputBytes | Limit::HeapBytes)),
+        "{f}"
+    );
+}
+
 /// Narrowed heap and stack limits apply, and the next call with the default limits gets the
 /// default limits back.
 pub fn narrowed_limits_apply(e: &mut dyn Engine) {
@@ -954,6 +1091,7 @@ pub fn pages_arrive_as_record_texts(e: &mut dyn Engine) {
         }),
         environment: &env,
         limits: Limits::default(),
+        continues: false,
     };
     let out = e.call(&call).unwrap();
     let v: Value = serde_json::from_slice(&out.output).unwrap();
@@ -1206,6 +1344,9 @@ macro_rules! engine_suite {
             case!(module_state_and_intrinsics_start_over);
             case!(queued_jobs_do_not_cross_calls);
             case!(heap_budget_starts_over);
+            case!(a_call_leaves_nothing_for_the_next);
+            case!(resizable_buffers_count_against_the_heap);
+            case!(oversized_outputs_are_typed);
             case!(narrowed_limits_apply);
             case!(promises_settle_or_fail_clearly);
             case!(outputs_follow_json_stringify);

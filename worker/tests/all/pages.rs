@@ -31,6 +31,7 @@ fn page_call(records: PageRecords) -> Call {
         records,
         keep_state: false,
         state_from: None,
+        run: None,
     });
     call
 }
@@ -197,6 +198,7 @@ fn ahead_call(
         },
         keep_state: true,
         state_from: from,
+        run: None,
     });
     call
 }

@@ -149,6 +149,7 @@ fn a_page_by_descriptor_without_a_channel_is_refused() {
                 range: Some(runx_worker::ByteRange { offset: 0, len: 1 }),
                 keep_state: false,
                 state_from: None,
+                run: None,
             }),
         },
     );
@@ -470,7 +471,7 @@ proptest! {
             environment: Default::default(),
             limits,
             input_len,
-            page: page.map(|(meta_len, record_count, blob_len)| PageLayout { meta_len, record_count, blob_len, range: None, keep_state: false, state_from: None }),
+            page: page.map(|(meta_len, record_count, blob_len)| PageLayout { meta_len, record_count, blob_len, range: None, keep_state: false, state_from: None, run: None }),
         });
         let mut tail = input.clone();
         tail.extend_from_slice(&extra);

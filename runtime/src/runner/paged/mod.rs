@@ -113,6 +113,7 @@ fn admit_and_loop(
         base,
         environment,
         progress,
+        run: runx_worker::PagePayload::new_run(),
     };
     let result = walk_pages(&page_loop, &mut walk);
     let mut record = walk.record;

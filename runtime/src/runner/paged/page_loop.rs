@@ -36,6 +36,8 @@ pub(super) struct PageLoop<'a> {
     pub base: Vec<u8>,
     pub environment: BTreeMap<String, String>,
     pub progress: Option<&'a ProgressSink>,
+    /// This run's id ([`PagePayload::new_run`]), sent with every page.
+    pub run: u64,
 }
 
 impl PageLoop<'_> {
@@ -131,6 +133,7 @@ impl PageLoop<'_> {
                 records: prepared.records,
                 keep_state: false,
                 state_from: None,
+                run: Some(self.run),
             },
             walk.log,
             retry_if_lost,

@@ -272,6 +272,7 @@ impl<'l, 'a> SendAhead<'l, 'a> {
                 records,
                 keep_state: !page.eof,
                 state_from,
+                run: Some(self.page_loop.run),
             },
             log,
             true,

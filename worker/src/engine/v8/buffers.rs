@@ -5,8 +5,8 @@
 //! in its one memory limit. This allocator gives V8 a bound of the same size: each call may hold
 //! up to `heap_bytes` of contents (beside its `heap_bytes` of JavaScript heap); past it V8
 //! throws `RangeError: Array buffer allocation failed`, which the engine reports as the heap
-//! limit. Resizable buffers (`maxByteLength`) bypass allocators in V8; only the worker's data
-//! cap bounds them.
+//! limit. Resizable buffers (`maxByteLength`) bypass allocators in V8: the prelude charges the
+//! most each one has held to this budget, as fixed buffers kept beside it (see `prelude.js`).
 
 use nix::libc;
 use rusty_v8 as v8;

@@ -98,7 +98,13 @@ fn install_prelude<'s>(scope: &mut v8::PinScope<'s, '_>) -> Option<v8::Local<'s,
     }
     let allowed = v8::Array::new_with_elements(scope, &names);
     let undefined: v8::Local<v8::Value> = v8::undefined(scope).into();
-    let helpers = install.call(scope, undefined, &[sink.into(), allowed.into()])?;
+    // V8 keeps resizable ArrayBuffers outside the allocator's budget: the prelude charges them.
+    let charge_buffers = v8::Boolean::new(scope, true);
+    let helpers = install.call(
+        scope,
+        undefined,
+        &[sink.into(), allowed.into(), charge_buffers.into()],
+    )?;
     v8::Local::<v8::Object>::try_from(helpers).ok()
 }
 
@@ -262,8 +268,9 @@ impl Phases<'_> {
         let undefined: v8::Local<v8::Value> = v8::undefined(tc).into();
         let encode = function(tc, p.helpers, "encode")?;
         let depth = v8::Integer::new(tc, i32::try_from(limits.output_depth).unwrap_or(i32::MAX));
+        let bytes = v8::Number::new(tc, limits.output_bytes as f64);
         let encoded = encode
-            .call(tc, undefined, &[value, depth.into()])
+            .call(tc, undefined, &[value, depth.into(), bytes.into()])
             .ok_or_else(|| self.fail(tc, FailureCode::OutputRejected))?;
         if let Ok(text) = v8::Local::<v8::String>::try_from(encoded) {
             Failure::check_output(text.utf8_length(tc), limits)?;

@@ -1,18 +1,31 @@
 //! The second engine: V8, built only with the cargo feature `v8`, driven through the `v8` crate
 //! (rusty_v8, the binding deno_core is built on) without a runtime around it.
 //!
-//! # One isolate per engine, a fresh context per call
+//! # An isolate per run, a fresh context per call
 //!
-//! A V8 isolate is the expensive part (its heap, builtins and compiler: milliseconds to set
-//! up); a context is cheap (its global object and intrinsics, deserialised from a snapshot:
-//! a few tenths of a millisecond). An engine therefore keeps one isolate, made on its first
-//! call, and gives every call a new [`v8::Context`]. The snapshot is made once per process,
-//! before any module code runs: a context in which the prelude already ran (`call::snapshot`),
-//! so each call's context starts as a copy of it, and only V8's own additions to deserialised
-//! contexts (globals of some shipped features) are deleted again per call. Every call
-//! compiles, links and evaluates its modules again inside its context, so the QuickJS
-//! guarantee holds: nothing a module does in one call can be seen by the next. Why that is
-//! safe, item by item:
+//! A V8 isolate is the expensive part (its heap, builtins and compiler: about 2 ms to make
+//! here); a context is cheap (its global object and intrinsics, deserialised from a snapshot:
+//! a few tenths of a millisecond). The snapshot is made once per process, before any module
+//! code runs: a context in which the prelude already ran (`call::snapshot`), so each call's
+//! context starts as a copy of it, and only V8's own additions to deserialised contexts
+//! (globals of some shipped features) are deleted again per call.
+//!
+//! An isolate serves **one run**: a call of a javascript runner, or the pages of one paged run
+//! that follow each other on this worker ([`EngineCall::continues`]). Any other call gets an
+//! isolate no call has touched. The worker makes it ahead, while it waits for the host after
+//! answering ([`Engine::idle`]), so a call seldom waits for it: a call costs about 0.4 ms
+//! here, a new isolate about 2 ms more when calls come back to back. Why this, and not a
+//! collection between calls: an isolate holds tables no collection empties and no context
+//! owns. The `Symbol.for` registry keeps every key a call registers for the life of the
+//! isolate, so a call that registered 32 MiB of keys made the next call, another package's,
+//! fail `heap_bytes` where it passed alone; garbage a call leaves is collected only when V8
+//! decides to, so a later call could measure it. A fresh isolate leaves nothing to measure: a
+//! call's outcome is the one it has alone (`a_call_leaves_nothing_for_the_next` in the
+//! conformance suite). The pages of one run may share an isolate because they are one
+//! computation already: each page gets the state of the one before it, and the run's caller
+//! is the same.
+//!
+//! Within an isolate, each call is still kept apart from the calls of the same run:
 //!
 //! - **Globals, prototypes, intrinsics**: they belong to a context; each call's context is a
 //!   new copy of the snapshot's, in which no module code ever ran, and no handle to an older
@@ -28,17 +41,10 @@
 //!   so it can no longer fire for it, and a pending termination is cancelled before the next
 //!   call starts.
 //! - **Heap limit**: a call that reached the limit makes the near-heap-limit callback raise it
-//!   a little to unwind; the engine then drops the whole isolate and makes a fresh one for the
-//!   next call, so no raised limit and no half-collected heap carry over. Other calls leave only
-//!   garbage, which V8 collects before it would report the heap as full.
-//! - **ArrayBuffer budget**: contents of buffers of a finished call are freed when V8 collects
-//!   them; V8 collects garbage and retries when an allocation fails, so a later call gets the
-//!   whole budget (the conformance suite checks it).
+//!   a little to unwind; the engine then drops the whole isolate, so no raised limit and no
+//!   half-collected heap carry over.
 //! - **Console and import state**: kept in a [`CallState`] installed in an isolate slot for
 //!   the duration of one call and removed after it; callbacks that find no call do nothing.
-//! - **Isolate-wide tables** (the `Symbol.for` registry, internalised strings, V8's
-//!   "protector" optimisation flags) hold no data a call can read back: registered symbols are
-//!   immutable, and a protector only changes which (equivalent) code path V8 takes.
 //!
 //! The conformance suite attacks each of these with a pair of calls on one engine.
 //!
@@ -47,7 +53,8 @@
 //! Memory is bounded by V8 itself, not by the address space (V8 reserves tens of GiB up
 //! front): the isolate's heap limit is `heap_bytes`, and a near-heap-limit callback terminates
 //! the call and grants a little room to unwind; ArrayBuffer contents draw on a budget of
-//! another `heap_bytes` (module `buffers`); the worker process caps its private writable
+//! another `heap_bytes` (module `buffers`; the prelude charges resizable buffers, which V8
+//! keeps outside it, to the same budget); the worker process caps its private writable
 //! memory ([`MemoryCap::Data`]). V8 cannot fail an allocation softly: when a builtin that never
 //! checks for termination keeps allocating, V8 ends the process, and its out-of-memory handler
 //! first answers the call as `heap_bytes` through [`crate::engine::fatal`]. The stack limit is
@@ -124,12 +131,14 @@ fn platform() -> &'static v8::SharedRef<v8::Platform> {
     })
 }
 
-/// The V8 engine. It keeps one isolate between calls (made on the first call, replaced after a
-/// call that reached the heap limit or with other heap or stack limits) and gives every call
-/// a fresh context.
+/// The V8 engine. An isolate serves one run: one call, or the pages of one paged run on this
+/// worker. It is made ahead, while the worker is idle ([`Engine::idle`]), so a call seldom
+/// waits for it.
 #[derive(Default)]
 pub struct V8 {
     instance: Option<Instance>,
+    /// The limits of the last call, for the isolate made ahead of the next one.
+    last_limits: Option<Limits>,
 }
 
 impl std::fmt::Debug for V8 {
@@ -143,7 +152,7 @@ impl std::fmt::Debug for V8 {
 impl V8 {
     /// A new engine; its isolate is made on the first call.
     pub fn new() -> V8 {
-        V8 { instance: None }
+        V8::default()
     }
 }
 
@@ -158,7 +167,12 @@ impl Engine for V8 {
 
     fn call(&mut self, call: &EngineCall<'_>) -> Result<EngineOutput, (Failure, ConsoleLog)> {
         let limits = call.limits;
-        if !self.instance.as_ref().is_some_and(|i| i.fits(&limits)) {
+        self.last_limits = Some(limits);
+        let usable = self
+            .instance
+            .as_ref()
+            .is_some_and(|i| i.fits(&limits) && (i.calls == 0 || call.continues));
+        if !usable {
             // The old isolate goes first: two never coexist.
             self.instance = None;
             let made = Instance::new(&limits).map_err(|f| (f, ConsoleLog::default()))?;
@@ -177,6 +191,18 @@ impl Engine for V8 {
             Ok(output) => Ok(EngineOutput { output, log }),
             Err(f) => Err((f, log)),
         }
+    }
+
+    fn idle(&mut self) {
+        let Some(limits) = self.last_limits else {
+            return;
+        };
+        if self.instance.as_ref().is_some_and(|i| i.calls == 0) {
+            return;
+        }
+        self.instance = None;
+        // A failure here is met again, and answered, by the next call.
+        self.instance = Instance::new(&limits).ok();
     }
 }
 
@@ -199,6 +225,8 @@ struct Instance {
     helpers: usize,
     heap: Box<HeapGuard>,
     heap_bytes: usize,
+    /// Calls run on this isolate so far.
+    calls: u64,
 }
 
 impl Instance {
@@ -236,6 +264,7 @@ impl Instance {
             helpers,
             heap,
             heap_bytes: limits.heap_bytes,
+            calls: 0,
         })
     }
 
@@ -252,6 +281,7 @@ impl Instance {
         state: &Rc<CallState>,
     ) -> (Result<Vec<u8>, Failure>, bool) {
         let limits = call.limits;
+        self.calls += 1;
         self.isolate.cancel_terminate_execution();
         self.heap.hit.store(false, Ordering::SeqCst);
         stack::limit(&mut self.isolate, limits.stack_bytes);
@@ -330,13 +360,15 @@ extern "C" fn near_heap_limit(data: *mut c_void, current: usize, _initial: usize
 /// What V8 calls when it cannot allocate (its heap exhausted inside a builtin that ignores
 /// termination, or the worker's data cap reached); V8 ends the process when this returns.
 extern "C" fn out_of_memory(_location: *const std::ffi::c_char, details: &v8::OomDetails) {
+    // The answer first: it allocates nothing, while the message below may need to.
+    let answered = crate::engine::fatal::answer_out_of_memory();
     let what = if details.is_heap_oom {
         "JavaScript heap"
     } else {
         "process memory"
     };
     eprintln!("runx worker: V8 is out of {what}; the process ends");
-    if crate::engine::fatal::answer(Limit::HeapBytes) {
+    if answered {
         // The host has its answer; V8's own crash report would only add noise.
         std::process::abort();
     }

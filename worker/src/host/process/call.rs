@@ -22,6 +22,18 @@ pub struct PagePayload {
     /// The id of the call whose kept state this page takes; `meta` then stops just before
     /// its state.
     pub state_from: Option<u64>,
+    /// The paged run the page belongs to ([`PagePayload::new_run`]): a worker whose previous
+    /// call was a page of the same run may let this one continue on what that call built (the
+    /// V8 engine keeps its isolate); any other call starts clean.
+    pub run: Option<u64>,
+}
+
+impl PagePayload {
+    /// A run id no other run of this process has.
+    pub fn new_run() -> u64 {
+        static RUNS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+        RUNS.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+    }
 }
 
 /// Where a page's records are.
