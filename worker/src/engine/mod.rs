@@ -14,6 +14,7 @@ use std::sync::Arc;
 
 pub(crate) mod bundle;
 pub(crate) mod fatal;
+pub(crate) mod math;
 pub(crate) mod quickjs;
 #[cfg(feature = "v8")]
 pub(crate) mod v8;

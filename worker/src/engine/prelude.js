@@ -8,7 +8,7 @@
 // `construct`, and reads no global or prototype property when it runs. Internal tables have a
 // null prototype, so an inherited setter (`Array.prototype[0]`) cannot intercept them. Every
 // function here is strict, so stack-trace APIs and `caller` never hand one to module code.
-(function (sink, allowed, chargeBuffers) {
+(function (sink, allowed, chargeBuffers, math) {
   "use strict";
   const g = globalThis;
   const apply = Reflect.apply;
@@ -37,10 +37,27 @@
   const DateProto = RealDate.prototype;
   const dateToString = DateProto.toString;
   const dateGetTime = DateProto.getTime;
+  const dateToTimeString = DateProto.toTimeString;
+  const setUTCFullYear = DateProto.setUTCFullYear;
+  const setUTCHours = DateProto.setUTCHours;
+  const numberToString = Number.prototype.toString;
+  const bigintToString = BigInt.prototype.toString;
+  const bigintValueOf = BigInt.prototype.valueOf;
+  const BigIntRef = BigInt;
+  const normalize = String.prototype.normalize;
+  const regexpExec = RegExp.prototype.exec;
+  const trunc = Math.trunc;
+  const floor = Math.floor;
+  const DataViewRef = DataView;
+  const getUint32 = DataView.prototype.getUint32;
+  const setUint32 = DataView.prototype.setUint32;
+  const getFloat64 = DataView.prototype.getFloat64;
+  const setFloat64 = DataView.prototype.setFloat64;
   const setPrototypeOf = Object.setPrototypeOf;
   const toPrimitiveKey = Symbol.toPrimitive;
   const ErrorRef = Error;
   const TypeErrorRef = TypeError;
+  const RangeErrorRef = RangeError;
   const getOwnPropertyDescriptor = Object.getOwnPropertyDescriptor;
   const BufferRef = g.ArrayBuffer;
   const BufferProto = BufferRef.prototype;
@@ -151,9 +168,10 @@
   // `FixedDate`'s own frame, before the real constructor is called with primitives alone.
   function FixedDate(...args) {
     if (new.target === undefined) {
-      return apply(dateToString, new RealDate(0), []);
+      return dateText(apply(dateToString, new RealDate(0), []));
     }
     const values = args.length === 0 ? [0] : timeValues(args);
+    if (values.length === 1 && typeof values[0] === "string") values[0] = parseDate(values[0]);
     let proto = new.target === FixedDate ? DateProto : new.target.prototype;
     if (proto === null || (typeof proto !== "object" && typeof proto !== "function")) {
       proto = DateProto;
@@ -212,8 +230,73 @@
   });
   defineProperty(FixedDate, "length", { value: 7 });
   defineProperty(FixedDate, "name", { value: "Date" });
+  // Date strings, one answer on both engines. Parsing reads exactly the formats the
+  // specification requires an engine to read back (those of `toISOString`, `toString` and
+  // `toUTCString`); any other text is NaN, where the engines' own fallbacks disagree (V8 took
+  // `2024-01-01T00:00:00z`, QuickJS did not). `toString` and `toTimeString` end at the offset
+  // (V8 added ` (GMT)`).
+  const MONTHS = "JanFebMarAprMayJunJulAugSepOctNovDec";
+  const ISO_DATE = /^([+-]\d{6}|\d{4})(?:-(\d{2})(?:-(\d{2}))?)?(?:T(\d{2}):(\d{2})(?::(\d{2})(?:\.(\d+))?)?(Z|[+-]\d{2}:\d{2})?)?$/;
+  const TO_STRING = /^(?:Sun|Mon|Tue|Wed|Thu|Fri|Sat) (Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) (\d{2}) (-?\d{4,6}) (\d{2}):(\d{2}):(\d{2}) GMT([+-]\d{4})(?: \([^()]*\))?$/;
+  const TO_UTC_STRING = /^(?:Sun|Mon|Tue|Wed|Thu|Fri|Sat), (\d{2}) (Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) (-?\d{4,6}) (\d{2}):(\d{2}):(\d{2}) GMT$/;
+  function parseDate(text) {
+    let m = apply(regexpExec, ISO_DATE, [text]);
+    if (m !== null) {
+      if (m[1] === "-000000") return NaN;
+      const zone = m[8];
+      let offset = 0;
+      if (zone !== undefined && zone !== "Z") {
+        const oh = +apply(slice, zone, [1, 3]);
+        const om = +apply(slice, zone, [4, 6]);
+        if (oh > 23 || om > 59) return NaN;
+        offset = (oh * 60 + om) * (zone[0] === "-" ? -1 : 1);
+      }
+      const ms = m[7] === undefined ? 0 : +apply(slice, m[7] + "00", [0, 3]);
+      return timeOf(+m[1], m[2] === undefined ? 1 : +m[2], m[3] === undefined ? 1 : +m[3],
+        m[4] === undefined ? 0 : +m[4], m[5] === undefined ? 0 : +m[5], m[6] === undefined ? 0 : +m[6], ms, offset);
+    }
+    m = apply(regexpExec, TO_STRING, [text]);
+    if (m !== null) {
+      const zone = m[8];
+      const offset = (+apply(slice, zone, [1, 3]) * 60 + +apply(slice, zone, [3, 5])) * (zone[0] === "-" ? -1 : 1);
+      return timeOf(+m[3], apply(indexOf, MONTHS, [m[1]]) / 3 + 1, +m[2], +m[4], +m[5], +m[6], 0, offset);
+    }
+    m = apply(regexpExec, TO_UTC_STRING, [text]);
+    if (m !== null) {
+      return timeOf(+m[3], apply(indexOf, MONTHS, [m[2]]) / 3 + 1, +m[1], +m[4], +m[5], +m[6], 0, 0);
+    }
+    return NaN;
+  }
+  // The time value of a checked date and time at a UTC offset in minutes, or NaN.
+  function timeOf(year, month, day, hour, minute, second, ms, offset) {
+    const days = [31, (year % 4 === 0 && year % 100 !== 0) || year % 400 === 0 ? 29 : 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31];
+    if (month < 1 || month > 12 || day < 1 || day > days[month - 1] || minute > 59 || second > 59) return NaN;
+    if (hour > 24 || (hour === 24 && (minute !== 0 || second !== 0 || ms !== 0))) return NaN;
+    const date = new RealDate(0);
+    apply(setUTCFullYear, date, [year, month - 1, day]);
+    apply(setUTCHours, date, [hour, minute - offset, second, ms]);
+    return apply(dateGetTime, date, []);
+  }
+  const parse = { parse(text) { return parseDate(StringRef(text)); } }.parse;
+  // `toString`'s text without a time zone name after the offset.
+  function dateText(text) {
+    const open = apply(indexOf, text, [" ("]);
+    return open === -1 ? text : apply(slice, text, [0, open]);
+  }
+  const dateMethods = {
+    toString() { return dateText(apply(dateToString, this, [])); },
+    toTimeString() { return dateText(apply(dateToTimeString, this, [])); },
+  };
+  for (const name of ["toString", "toTimeString"]) {
+    defineProperty(DateProto, name, {
+      value: dateMethods[name], writable: true, configurable: true, enumerable: false,
+    });
+    apply(weakSet, natives, [dateMethods[name], name]);
+  }
+  apply(weakSet, natives, [parse, "parse"]);
+
   const now = function now() { return 0; };
-  for (const [key, value] of [["now", now], ["parse", RealDate.parse], ["UTC", RealDate.UTC]]) {
+  for (const [key, value] of [["now", now], ["parse", parse], ["UTC", RealDate.UTC]]) {
     defineProperty(FixedDate, key, {
       value, writable: true, configurable: true, enumerable: false,
     });
@@ -224,6 +307,113 @@
   apply(weakSet, natives, [FixedDate, "Date"]);
   apply(weakSet, natives, [now, "now"]);
 
+  // Numbers and text in other radices and locales, one answer on both engines:
+  // - `toString(radix)` for radix other than 10: V8's digit algorithm (the shortest digits
+  //   that read back as the same number) for a fraction, exact digits for an integer (V8
+  //   filled the digits of integers from 2^53 up with zeros, QuickJS rounded them otherwise);
+  // - no locale: `toLocaleString` of a number or BigInt is its `toString()`, and
+  //   `localeCompare` orders the NFC forms of the strings by UTF-16 code units (V8 used ICU's
+  //   collation for its default locale).
+  const DIGITS = "0123456789abcdefghijklmnopqrstuvwxyz";
+  const bits = new DataViewRef(new BufferRef(8));
+  // The next double above a finite `x >= 0`.
+  function nextUp(x) {
+    apply(setFloat64, bits, [0, x]);
+    let low = apply(getUint32, bits, [4]) + 1;
+    let high = apply(getUint32, bits, [0]);
+    if (low === 0x100000000) { low = 0; high += 1; }
+    apply(setUint32, bits, [4, low]);
+    apply(setUint32, bits, [0, high]);
+    return apply(getFloat64, bits, [0]);
+  }
+  function radixText(value, radix) {
+    const negative = value < 0;
+    if (negative) value = -value;
+    let integer = floor(value);
+    let fraction = value - integer;
+    let delta = 0.5 * (nextUp(value) - value);
+    if (!(delta > 5e-324)) delta = 5e-324;
+    const digits = create(null);
+    let count = 0;
+    if (fraction >= delta) {
+      do {
+        fraction *= radix;
+        delta *= radix;
+        const digit = trunc(fraction);
+        digits[count++] = digit;
+        fraction -= digit;
+        if ((fraction > 0.5 || (fraction === 0.5 && (digit & 1))) && fraction + delta > 1) {
+          // Round up: carry through the digits written, into the integer part if need be.
+          for (;;) {
+            if (count === 0) { integer += 1; break; }
+            const last = digits[--count];
+            if (last + 1 < radix) { digits[count++] = last + 1; break; }
+          }
+          break;
+        }
+      } while (fraction >= delta);
+    }
+    let text = apply(bigintToString, BigIntRef(integer), [radix]);
+    if (count > 0) {
+      text += ".";
+      for (let i = 0; i < count; i++) text += DIGITS[digits[i]];
+    }
+    return negative ? "-" + text : text;
+  }
+  const numberMethods = {
+    toString(radix) {
+      const x = apply(numberValueOf, this, []);
+      if (radix === undefined) return apply(numberToString, x, []);
+      let r = trunc(+radix);
+      if (r !== r) r = 0;
+      if (r < 2 || r > 36) throw new RangeErrorRef("toString() radix must be between 2 and 36");
+      if (r === 10 || x !== x || x === Infinity || x === -Infinity ||
+          (trunc(x) === x && x < 9007199254740992 && x > -9007199254740992)) {
+        return apply(numberToString, x, [r]);
+      }
+      return radixText(x, r);
+    },
+    toLocaleString() { return apply(numberToString, apply(numberValueOf, this, []), []); },
+  };
+  const bigintMethods = {
+    toLocaleString() { return apply(bigintToString, apply(bigintValueOf, this, []), []); },
+  };
+  const stringMethods = {
+    localeCompare(that) {
+      if (this === undefined || this === null) {
+        throw new TypeErrorRef("String.prototype.localeCompare called on null or undefined");
+      }
+      const a = apply(normalize, StringRef(this), ["NFC"]);
+      const b = apply(normalize, StringRef(that), ["NFC"]);
+      return a < b ? -1 : a > b ? 1 : 0;
+    },
+  };
+  for (const [proto, methods] of [
+    [Number.prototype, numberMethods], [BigInt.prototype, bigintMethods], [String.prototype, stringMethods],
+  ]) {
+    for (const name of ownKeys(methods)) {
+      defineProperty(proto, name, {
+        value: methods[name], writable: true, configurable: true, enumerable: false,
+      });
+      apply(weakSet, natives, [methods[name], name]);
+    }
+  }
+
+  // What only one engine has, removed so that a module sees the same intrinsics on both:
+  // V8's legacy RegExp statics, QuickJS's proposals not in ES2025 and its function positions,
+  // and the global object's own tag (QuickJS names it "global").
+  for (const [holder, names] of [
+    [RegExp, ["$1", "$2", "$3", "$4", "$5", "$6", "$7", "$8", "$9", "input", "$_", "lastMatch",
+      "$&", "lastParen", "$+", "leftContext", "$`", "rightContext", "$'"]],
+    [Iterator.prototype, ["chunks", "windows", "join", "includes"]],
+    [Iterator, ["zip", "zipKeyed"]],
+    [BufferProto, ["immutable", "sliceToImmutable", "transferToImmutable"]],
+    [Function.prototype, ["fileName", "lineNumber", "columnNumber"]],
+    [g, [Symbol.toStringTag]],
+  ]) {
+    for (const name of names) delete holder[name];
+  }
+
   // No structured stack traces: a `prepareStackTrace` hook would hand module code the function
   // of every frame on the stack (QuickJS hands out even strict ones), whatever it is. The hook
   // stays assignable, so code that sets it still runs, and `stack` stays the usual string.
@@ -232,6 +422,16 @@
     set: function prepareStackTrace(_) { /* ignored */ },
     configurable: false, enumerable: false,
   });
+
+  // Math: where the engine's own functions differ from the shared ones (`engine/math.rs`), the
+  // engine hands the shared ones in `math` (V8); QuickJS already calls them.
+  if (math !== undefined) {
+    for (const name of ownKeys(math)) {
+      defineProperty(Math, name, {
+        value: math[name], writable: true, configurable: true, enumerable: false,
+      });
+    }
+  }
 
   const random = function random() {
     throw new TypeErrorRef(

@@ -2,6 +2,8 @@
 //! pool driving real worker processes.
 
 mod conformance;
+#[cfg(feature = "v8")]
+mod differential;
 mod pages;
 mod pool;
 mod protocol;

@@ -1,6 +1,7 @@
 //! One call on V8: a fresh context, the prelude, the arguments, the module graph, the export,
 //! its settled value and the encoded output, in the same phases as the QuickJS engine.
 
+use super::math;
 use super::modules;
 use super::state::{CallState, Scope};
 use super::thrown::{caught, classify, rejection_text};
@@ -16,12 +17,17 @@ const PRELUDE: &str = include_str!("../prelude.js");
 /// The heap of the isolate that makes the snapshot: the prelude needs little.
 const SNAPSHOT_HEAP_BYTES: usize = 16 * 1024 * 1024;
 
-/// The native functions a snapshot refers to (by address): the console sink.
+/// The native functions a snapshot refers to (by address): the console sink and `Math`'s.
 pub(super) fn external_references() -> std::borrow::Cow<'static, [v8::ExternalReference]> {
     use v8::MapFnTo;
-    std::borrow::Cow::Owned(vec![v8::ExternalReference {
-        function: console_sink.map_fn_to(),
-    }])
+    std::borrow::Cow::Owned(vec![
+        v8::ExternalReference {
+            function: console_sink.map_fn_to(),
+        },
+        v8::ExternalReference {
+            function: math::callback(),
+        },
+    ])
 }
 
 /// The snapshot every isolate of this process starts from, made once (concurrent snapshot
@@ -100,10 +106,17 @@ fn install_prelude<'s>(scope: &mut v8::PinScope<'s, '_>) -> Option<v8::Local<'s,
     let undefined: v8::Local<v8::Value> = v8::undefined(scope).into();
     // V8 keeps resizable ArrayBuffers outside the allocator's budget: the prelude charges them.
     let charge_buffers = v8::Boolean::new(scope, true);
+    // V8's own Math functions differ from QuickJS's: the prelude puts the shared ones in place.
+    let math = math::functions(scope)?;
     let helpers = install.call(
         scope,
         undefined,
-        &[sink.into(), allowed.into(), charge_buffers.into()],
+        &[
+            sink.into(),
+            allowed.into(),
+            charge_buffers.into(),
+            math.into(),
+        ],
     )?;
     v8::Local::<v8::Object>::try_from(helpers).ok()
 }

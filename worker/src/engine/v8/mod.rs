@@ -74,6 +74,7 @@ use std::time::Instant;
 
 mod buffers;
 mod call;
+mod math;
 mod modules;
 mod stack;
 mod state;
