@@ -159,6 +159,7 @@ mod tests {
 
     /// The C symbols are this module's: a call through the C name gives libm's answer.
     #[test]
+    #[allow(unsafe_code, reason = "declares and calls the C symbol defined above")]
     fn c_names_resolve_here() {
         unsafe extern "C" {
             #[link_name = "expm1"]
@@ -166,7 +167,6 @@ mod tests {
         }
         for x in [1e-10, 0.3, 2.5, -7.25, 700.0] {
             // SAFETY: `expm1` is the C function of one double, defined in this module.
-            #[allow(unsafe_code, reason = "calls the C symbol defined above")]
             let through_c = unsafe { c_expm1(x) };
             assert_eq!(through_c.to_bits(), libm::expm1(x).to_bits(), "{x}");
         }
