@@ -190,7 +190,8 @@ mod tests {
                 .join("../skill-fixtures")
                 .join(dir)
                 .join("X.yaml");
-            let text = std::fs::read_to_string(&path).unwrap();
+            let text = std::fs::read_to_string(&path)
+                .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
             assert!(depth_ok(&text), "{}", path.display());
         }
     }
