@@ -4,7 +4,7 @@
 //! What the inputs must then satisfy (declared types, schemas, defaults) is the runner's
 //! contract, checked by the runtime; this module only turns the command line into an object.
 
-use runx_profile::{INPUTS_BYTES, ValueType, with_article};
+use runx_profile::{INPUTS_BYTES, MAX_SAFE_INTEGER, ValueType, with_article};
 use runx_runtime::{FailureKind, RunError};
 use runx_worker::{Scope, ScopeError, read_capped};
 use serde_json::{Map, Value};
@@ -82,6 +82,20 @@ pub enum InputsError {
         /// What the parser said.
         message: String,
     },
+    /// An input holds an integer literal beyond 64 bits, which JSON reads as a double (the
+    /// integers of 64 bits are checked, with the same words, when the run resolves its inputs).
+    #[error(
+        "{source_name} holds the integer {value}{}, beyond ±{MAX_SAFE_INTEGER} (2^53 - 1), which a JSON number does not carry exactly; pass it as a string",
+        if at.is_empty() { String::new() } else { format!(" at {at}") }
+    )]
+    UnsafeInteger {
+        /// The file, `stdin`, or `input KEY`.
+        source_name: String,
+        /// Where, as a JSON pointer (empty: the value itself).
+        at: String,
+        /// The integer as given.
+        value: String,
+    },
     /// An inputs file or stdin holds JSON that is not an object.
     #[error(
         "{source_name} must hold a JSON object of inputs, but it holds {}",
@@ -108,6 +122,7 @@ impl InputsError {
             InputsError::NotUtf8 { .. } => "not_utf8",
             InputsError::InvalidJson { .. } | InputsError::KvInvalidJson { .. } => "invalid_json",
             InputsError::NotObject { .. } => "not_object",
+            InputsError::UnsafeInteger { .. } => "unsafe_integer",
         }
     }
 }
@@ -186,6 +201,7 @@ pub fn parse_kv(pairs: &[String]) -> Result<Map<String, Value>, InputsError> {
         }
         let value =
             serde_json::from_str::<Value>(raw).unwrap_or_else(|_| Value::String(raw.to_string()));
+        exact(raw, &value, &format!("input `{key}`"))?;
         if out.insert(key.to_string(), value).is_some() {
             return Err(InputsError::KvDuplicate {
                 key: key.to_string(),
@@ -213,6 +229,7 @@ pub fn parse_pairs(
             key: key.to_string(),
             message: e.to_string(),
         })?;
+        exact(raw, &value, &format!("input `{key}`"))?;
         if out.insert(key.to_string(), value).is_some() {
             return Err(InputsError::KvDuplicate {
                 key: key.to_string(),
@@ -288,6 +305,7 @@ pub fn parse_object(bytes: &[u8], source: &str) -> Result<Map<String, Value>, In
             message,
         }
     })?;
+    exact(text, &value, source)?;
     match value {
         Value::Object(map) => Ok(map),
         other => Err(InputsError::NotObject {
@@ -297,10 +315,41 @@ pub fn parse_object(bytes: &[u8], source: &str) -> Result<Map<String, Value>, In
     }
 }
 
+/// Refuses an integer literal of `text` beyond 64 bits (read as a double, so the value no
+/// longer shows it); integers of 64 bits are refused later, with their input's name, by
+/// `resolve_inputs`.
+fn exact(text: &str, value: &Value, source: &str) -> Result<(), InputsError> {
+    if runx_profile::unsafe_integer(value).is_some() {
+        return Ok(());
+    }
+    match runx_profile::unsafe_integer_in(text.as_bytes(), value) {
+        Some((at, literal)) => Err(InputsError::UnsafeInteger {
+            source_name: source.to_string(),
+            at,
+            value: literal,
+        }),
+        None => Ok(()),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn integers_beyond_64_bits_are_refused_as_given() {
+        let pairs = vec!["amount=12345678901234567890123".to_string()];
+        let e = parse_kv(&pairs).unwrap_err();
+        assert_eq!(e.code(), "unsafe_integer");
+        assert!(e.to_string().contains("12345678901234567890123"), "{e}");
+        let e =
+            parse_object(br#"{"ids": [1, 123456789012345678901234567890]}"#, "stdin").unwrap_err();
+        assert_eq!(e.code(), "unsafe_integer");
+        assert!(e.to_string().contains("at /ids/1"), "{e}");
+        // Written as a double, it is one: accepted.
+        assert!(parse_object(br#"{"x": 1.2345678901234567e22}"#, "stdin").is_ok());
+    }
 
     #[test]
     fn kv_parsing() {

@@ -51,6 +51,70 @@ pub fn unsafe_integer(value: &Value) -> Option<(String, String)> {
     }
 }
 
+/// [`unsafe_integer`], and then the integers `value` no longer shows: an integer literal of
+/// `text` beyond 64 bits, which a JSON reader without arbitrary precision reads as a double
+/// (`12345678901234567890123` and `...124` are one double). `value` is what `text` parsed to;
+/// the literal's pointer is that of the first double in `value` equal to it.
+pub fn unsafe_integer_in(text: &[u8], value: &Value) -> Option<(String, String)> {
+    if let Some(found) = unsafe_integer(value) {
+        return Some(found);
+    }
+    let literal = long_integer_literal(text)?;
+    let double: f64 = literal.parse().ok()?;
+    let at = pointer_of_double(value, double).unwrap_or_default();
+    Some((at, literal))
+}
+
+/// The first integer literal of JSON `text` (no fraction, no exponent) with more than 16
+/// digits, so beyond ±[`MAX_SAFE_INTEGER`] (16 digits). Called after [`unsafe_integer`] found
+/// none in the parsed value, so such a literal is one the reader took as a double. Text inside
+/// strings is skipped. One pass, no allocation but the literal returned.
+fn long_integer_literal(text: &[u8]) -> Option<String> {
+    let mut i = 0;
+    while i < text.len() {
+        match text[i] {
+            b'"' => {
+                i += 1;
+                while i < text.len() && text[i] != b'"' {
+                    i += if text[i] == b'\\' { 2 } else { 1 };
+                }
+                i += 1;
+            }
+            b'-' | b'0'..=b'9' => {
+                let start = i;
+                i += 1;
+                while i < text.len()
+                    && matches!(text[i], b'0'..=b'9' | b'.' | b'e' | b'E' | b'+' | b'-')
+                {
+                    i += 1;
+                }
+                let token = &text[start..i];
+                let digits = token.iter().filter(|b| b.is_ascii_digit()).count();
+                let integer = !token.iter().any(|b| matches!(b, b'.' | b'e' | b'E'));
+                if integer && digits > 16 {
+                    return Some(String::from_utf8_lossy(token).into_owned());
+                }
+            }
+            _ => i += 1,
+        }
+    }
+    None
+}
+
+/// The JSON pointer of the first double in `value` equal to `double`.
+fn pointer_of_double(value: &Value, double: f64) -> Option<String> {
+    match value {
+        Value::Number(n) if n.is_f64() && n.as_f64() == Some(double) => Some(String::new()),
+        Value::Array(items) => items.iter().enumerate().find_map(|(i, v)| {
+            pointer_of_double(v, double).map(|rest| format!("{}{rest}", Step::Index(i).pointer()))
+        }),
+        Value::Object(map) => map.iter().find_map(|(k, v)| {
+            pointer_of_double(v, double).map(|rest| format!("{}{rest}", Step::Key(k).pointer()))
+        }),
+        _ => None,
+    }
+}
+
 /// Whether `n` is an integer beyond ±[`MAX_SAFE_INTEGER`].
 fn beyond(n: &serde_json::Number) -> bool {
     match (n.as_u64(), n.as_i64()) {
@@ -88,6 +152,44 @@ enum Children<'a> {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    fn in_text(text: &str) -> Option<(String, String)> {
+        let value: Value = serde_json::from_str(text).expect("json");
+        unsafe_integer_in(text.as_bytes(), &value)
+    }
+
+    #[test]
+    fn integers_beyond_64_bits_are_found_in_the_text() {
+        assert_eq!(
+            in_text(r#"{"a": [1, {"b": 12345678901234567890123}]}"#),
+            Some(("/a/1/b".into(), "12345678901234567890123".into()))
+        );
+        assert_eq!(
+            in_text("-99999999999999999999"),
+            Some((String::new(), "-99999999999999999999".into()))
+        );
+        // Below i64::MIN, read as a double.
+        assert_eq!(
+            in_text(r#"{"n": -9223372036854775809}"#),
+            Some(("/n".into(), "-9223372036854775809".into()))
+        );
+        // In 64 bits: the value shows it, with its place.
+        assert_eq!(
+            in_text(r#"{"x": 9007199254740993}"#),
+            Some(("/x".into(), "9007199254740993".into()))
+        );
+    }
+
+    #[test]
+    fn doubles_strings_and_safe_integers_pass_the_text_check() {
+        for text in [
+            r#"{"a": 1.2345678901234567890123e22, "b": 1e300, "c": 12345678901234567890.5}"#,
+            r#"{"s": "12345678901234567890123", "t": "\"12345678901234567890123"}"#,
+            r#"[9007199254740991, -9007199254740991, 0, -0, 1E300]"#,
+        ] {
+            assert_eq!(in_text(text), None, "{text}");
+        }
+    }
 
     #[test]
     fn integers_beyond_two_to_the_53_are_found_with_their_place() {

@@ -162,4 +162,36 @@ fn a_tool_output_with_an_integer_no_double_holds_is_refused() {
             .contains("9007199254740993 at /amount"),
         "{v}"
     );
+    // Beyond 64 bits JSON reads it as a double: found in the text, with its place. Text that
+    // is not JSON is the `stdout` output, whatever digits it holds.
+    for (printed, refused) in [
+        ("{\\\"ids\\\": [1, 12345678901234567890123]}", true),
+        ("order 12345678901234567890123 shipped", false),
+    ] {
+        std::fs::write(
+            pkg.join("X.yaml"),
+            format!("skill: big\nversion: \"1\"\nrun:\n  type: cli-tool\n  command: /bin/sh\n  args: [\"-c\", \"printf '{printed}'\"]\n"),
+        )
+        .unwrap();
+        let (v, code) = json_in(ws.path(), &["skill", "pkg"], &[]);
+        if refused {
+            assert_eq!(code, 1, "{v}");
+            assert_eq!(v["error"]["code"], "unsafe_integer", "{v}");
+            let message = v["error"]["message"].as_str().unwrap();
+            assert!(message.contains("12345678901234567890123 at /ids/1"), "{v}");
+        } else {
+            assert_eq!(code, 0, "{v}");
+        }
+    }
+}
+
+#[test]
+fn an_input_integer_beyond_64_bits_is_refused_before_the_run() {
+    let (v, code) = json_in(
+        &fixtures(),
+        &["skill", "json-echo", "-i", "amount=12345678901234567890123"],
+        &[],
+    );
+    assert_eq!(code, 64, "{v}");
+    assert_eq!(v["error"]["code"], "unsafe_integer", "{v}");
 }

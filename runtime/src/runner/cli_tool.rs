@@ -233,22 +233,30 @@ fn conclude(
             ),
         ));
     }
-    Ok(Produced {
-        output: stdout_output(&outcome.stdout.kept),
-    })
+    let (output, json) = stdout_output(&outcome.stdout.kept);
+    // An integer literal beyond 64 bits reads as a double, so the output check cannot see it
+    // in the value: it is looked for in the JSON text (64-bit ones are refused there, by place).
+    if json
+        && runx_profile::unsafe_integer(&output).is_none()
+        && let Some((at, value)) = runx_profile::unsafe_integer_in(&outcome.stdout.kept, &output)
+    {
+        return Err(runx_profile::OutputError::UnsafeInteger { at, value }.into());
+    }
+    Ok(Produced { output })
 }
 
-/// An object on stdout is the output; anything else is returned as `{"stdout": "..."}`.
-fn stdout_output(stdout: &[u8]) -> Value {
+/// An object on stdout is the output; anything else is returned as `{"stdout": "..."}`. The
+/// flag says which.
+fn stdout_output(stdout: &[u8]) -> (Value, bool) {
     match serde_json::from_slice::<Value>(stdout) {
-        Ok(Value::Object(o)) => Value::Object(o),
+        Ok(Value::Object(o)) => (Value::Object(o), true),
         _ => {
             let mut o = Map::new();
             o.insert(
                 "stdout".to_string(),
                 Value::String(String::from_utf8_lossy(stdout).into_owned()),
             );
-            Value::Object(o)
+            (Value::Object(o), false)
         }
     }
 }

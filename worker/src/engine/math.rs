@@ -22,7 +22,10 @@
 /// The `Math` functions replaced, with their `length`.
 #[cfg_attr(
     not(feature = "v8"),
-    allow(dead_code, reason = "only the V8 engine replaces the functions by name")
+    allow(
+        dead_code,
+        reason = "only the V8 engine replaces the functions by name"
+    )
 )]
 pub(crate) const FUNCTIONS: [(&str, i32); 22] = [
     ("acos", 1),
