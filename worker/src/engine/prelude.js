@@ -257,7 +257,7 @@
     }
     m = apply(regexpExec, TO_STRING, [text]);
     if (m !== null) {
-      const zone = m[8];
+      const zone = m[7];
       const offset = (+apply(slice, zone, [1, 3]) * 60 + +apply(slice, zone, [3, 5])) * (zone[0] === "-" ? -1 : 1);
       return timeOf(+m[3], apply(indexOf, MONTHS, [m[1]]) / 3 + 1, +m[2], +m[4], +m[5], +m[6], 0, offset);
     }

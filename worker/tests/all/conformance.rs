@@ -161,6 +161,91 @@ pub fn clock_is_pinned(e: &mut dyn Engine) {
     );
 }
 
+/// Date texts read back, on both engines: what `toString`, `toUTCString` and `toISOString`
+/// write is what `Date.parse` reads; the ISO forms of the specification parse, with their
+/// offsets; any other text is NaN.
+pub fn dates_parse_what_they_print(e: &mut dyn Engine) {
+    let out = output(run(
+        e,
+        r#"export default () => {
+  const back = [];
+  for (const t of [0, 1.7e12 + 123, -62198755200000, 8.64e15, -1, 951782400000]) {
+    const d = new Date(t);
+    const s = Math.floor(t / 1000) * 1000;
+    back.push([Date.parse(d.toString()) === s, Date.parse(d.toUTCString()) === s, Date.parse(d.toISOString()) === t, new Date(d.toString()).getTime() === s]);
+  }
+  const parse = {};
+  for (const text of ["2024-01-01", "2024-01", "2024", "2024-01-01T10:00Z", "2024-01-01T10:00:30.5+02:00",
+      "+002024-01-01T00:00:00.000Z", "-000001-01-01T00:00:00Z", "2024-01-01T24:00:00Z", "2024-02-29", "2023-02-29",
+      "2024-01-01T00:00:00z", "2024/01/01", "Jan 1 2024", "-000000-01-01T00:00:00Z", "2024-1-1", "x",
+      "Tue Nov 14 2023 22:13:20 GMT+0130", "Tue Nov 14 2023 22:13:20 GMT+0000 (Coordinated Universal Time)",
+      "Tue, 14 Nov 2023 22:13:20 GMT"]) parse[text] = Date.parse(text);
+  return { back, parse, text: new Date(0).toString(), time: new Date(0).toTimeString(), called: Date() };
+};"#,
+        json!({}),
+    ));
+    for row in out["back"].as_array().unwrap() {
+        assert_eq!(row, &json!([true, true, true, true]), "{out}");
+    }
+    let n = |x: i64| json!(x);
+    let nan = Value::Null; // NaN is written as null
+    assert_eq!(
+        out["parse"],
+        json!({
+            "2024-01-01": n(1_704_067_200_000),
+            "2024-01": n(1_704_067_200_000),
+            "2024": n(1_704_067_200_000),
+            "2024-01-01T10:00Z": n(1_704_103_200_000),
+            "2024-01-01T10:00:30.5+02:00": n(1_704_096_030_500),
+            "+002024-01-01T00:00:00.000Z": n(1_704_067_200_000),
+            "-000001-01-01T00:00:00Z": n(-62_198_755_200_000),
+            "2024-01-01T24:00:00Z": n(1_704_153_600_000),
+            "2024-02-29": n(1_709_164_800_000),
+            "2023-02-29": nan,
+            "2024-01-01T00:00:00z": nan,
+            "2024/01/01": nan,
+            "Jan 1 2024": nan,
+            "-000000-01-01T00:00:00Z": nan,
+            "2024-1-1": nan,
+            "x": nan,
+            "Tue Nov 14 2023 22:13:20 GMT+0130": n(1_699_994_600_000),
+            "Tue Nov 14 2023 22:13:20 GMT+0000 (Coordinated Universal Time)": n(1_700_000_000_000),
+            "Tue, 14 Nov 2023 22:13:20 GMT": n(1_700_000_000_000),
+        })
+    );
+    assert_eq!(out["text"], "Thu Jan 01 1970 00:00:00 GMT+0000");
+    assert_eq!(out["time"], "00:00:00 GMT+0000");
+    assert_eq!(out["called"], "Thu Jan 01 1970 00:00:00 GMT+0000");
+}
+
+/// Numbers in other radices and without a locale, the same text on both engines.
+pub fn numbers_print_alike_in_every_radix(e: &mut dyn Engine) {
+    let out = output(run(
+        e,
+        "export default () => ({ a: (2 ** 60).toString(7), b: (0.1).toString(3), c: (255.5).toString(16), d: (-12.375).toString(8), e: (1e21).toString(36), f: (1234.5).toLocaleString(), g: (12345n).toLocaleString(), h: ['b', 'a', 'B', 'ä'].sort((x, y) => x.localeCompare(y)), i: (() => { try { (1).toString(1); } catch (e) { return e.name; } })(), j: (5).toString(), k: (NaN).toString(2), l: (-0).toString(2) })",
+        json!({}),
+    ));
+    assert_eq!(
+        out,
+        json!({
+            // Exact digits of 2^60 (V8 wrote ...064200, QuickJS ...065400).
+            "a": "2031000661631341065361",
+            // The shortest digits that read back as 0.1 (V8's algorithm).
+            "b": "0.0022002200220022002200220022002201",
+            "c": "ff.8",
+            "d": "-14.3",
+            "e": "5v1j4f4ds79m9s",
+            "f": "1234.5",
+            "g": "12345",
+            "h": ["B", "a", "b", "ä"],
+            "i": "RangeError",
+            "j": "5",
+            "k": "NaN",
+            "l": "0"
+        })
+    );
+}
+
 pub fn math_random_throws(e: &mut dyn Engine) {
     let f = failure(run(
         e,
@@ -1332,6 +1417,8 @@ macro_rules! engine_suite {
             case!(intrinsics_are_present);
             case!(clock_is_pinned);
             case!(math_random_throws);
+            case!(dates_parse_what_they_print);
+            case!(numbers_print_alike_in_every_radix);
             case!(console_is_captured_and_bounded);
             case!(exports_and_arguments);
             case!(imports_resolve_inside_the_bundle);
