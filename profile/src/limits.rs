@@ -7,7 +7,7 @@
 //! javascript call are the worker's ([`runx_rules::Limits`]); they are described here
 //! from the worker's own values, not repeated.
 
-use runx_receipts::FileBound;
+use runx_receipts::{FileBound, ValueBound};
 use runx_rules::{Limit, Limits, MAX_TIMEOUT_SECONDS, MIB, MIN_TIMEOUT_SECONDS};
 use serde::Serialize;
 use std::time::Duration;
@@ -58,6 +58,10 @@ impl LimitDef {
 
     const fn file(bound: FileBound, bounds: &'static str) -> LimitDef {
         LimitDef::fixed(bound.name, Unit::Bytes, bound.max, bounds)
+    }
+
+    const fn values(bound: ValueBound, bounds: &'static str) -> LimitDef {
+        LimitDef::fixed(bound.name, Unit::Count, bound.max, bounds)
     }
 
     const fn worker(limit: Limit, unit: Unit, bounds: &'static str) -> LimitDef {
@@ -253,10 +257,27 @@ pub const RECEIPT_BYTES: LimitDef = LimitDef::file(
     runx_receipts::RECEIPT_BYTES,
     "a receipt file read by `runx receipt verify` or `show`",
 );
+/// Values in a receipt file, counted before it is parsed.
+pub const RECEIPT_VALUES: LimitDef = LimitDef::values(
+    runx_receipts::RECEIPT_VALUES,
+    "JSON values (object keys included) in a receipt file, counted before it is parsed",
+);
 /// Size of a receipt key file.
 pub const KEY_FILE_BYTES: LimitDef = LimitDef::file(
     runx_receipts::KEY_FILE_BYTES,
     "a receipt signing or verification key file",
+);
+
+/// Values in one `runx serve` request line, counted before it is parsed: the densest input
+/// object a javascript call accepts (`input_bytes` of `0,`, two bytes a value) and 64 Ki more
+/// for the request around it. A parsed value costs 32 bytes and more where a byte of text
+/// costs one, so without it a line of tiny values would cost many times its size; with it, a
+/// running request's inputs parse into a bounded tree whatever `--max-request-bytes` is.
+pub const REQUEST_VALUES: LimitDef = LimitDef::fixed(
+    "request_values",
+    Unit::Count,
+    Limits::CEILING.input_bytes as u64 / 2 + 64 * 1024,
+    "JSON values (object keys included) in one `runx serve` request line, counted before it is parsed",
 );
 
 /// Directories searched for packet schemas: the profile's directory and its ancestors.
@@ -303,7 +324,7 @@ pub const PRINTED_TEXT_BYTES: LimitDef = LimitDef::fixed(
 );
 
 /// Every limit, for documentation and `runx skill inspect`.
-pub const CATALOGUE: [&LimitDef; 31] = [
+pub const CATALOGUE: [&LimitDef; 33] = [
     &INPUT_BYTES,
     &OUTPUT_BYTES,
     &OUTPUT_DEPTH,
@@ -325,7 +346,9 @@ pub const CATALOGUE: [&LimitDef; 31] = [
     &RETRY_BACKOFF,
     &PROFILE_BYTES,
     &RECEIPT_BYTES,
+    &RECEIPT_VALUES,
     &KEY_FILE_BYTES,
+    &REQUEST_VALUES,
     &PACKET_SEARCH_DEPTH,
     &PACKET_SCHEMA_BYTES,
     &PACKET_DIR_ENTRIES,

@@ -28,7 +28,7 @@
 //! | module | what it holds |
 //! |---|---|
 //! | `receipt` | the `runx.receipt.v1` model and its atomic write |
-//! | `digest`, `strict` | canonical JSON (RFC 8785) and `sha256:` digests; JSON read with unique keys |
+//! | `digest`, `strict`, `values` | canonical JSON (RFC 8785) and `sha256:` digests; JSON read with unique keys; the values of a JSON text, counted before it is parsed |
 //! | `seal`, `signature`, `keys`, `names` | the seal (body digest), the signature block, signing and verification keys and where they come from |
 //! | `verification` | checking receipt files offline (`runx receipt verify`) |
 //! | `durable` | a file that appears whole or not at all |
@@ -46,6 +46,7 @@ mod receipt;
 mod seal;
 mod signature;
 mod strict;
+mod values;
 mod verification;
 
 #[cfg(test)]
@@ -53,7 +54,7 @@ mod seal_tests;
 #[cfg(test)]
 mod verification_tests;
 
-pub use bounds::{FileBound, KEY_FILE_BYTES, RECEIPT_BYTES};
+pub use bounds::{FileBound, KEY_FILE_BYTES, RECEIPT_BYTES, RECEIPT_VALUES, ValueBound};
 pub use digest::{canonical_json, digest, sha256_hex, spell};
 pub use durable::write_new;
 pub use keys::{
@@ -71,7 +72,8 @@ pub use receipt::{
 };
 pub use seal::{as_written, body_digest, seal};
 pub use signature::{ALGORITHM, SignatureBlock, statement};
-pub use strict::parse_unique;
+pub use strict::{check_unique, parse_unique};
+pub use values::count_values;
 pub use verification::{
     Check, Problem, Verdict, check_schema, check_sealed, read_receipt, receipt_files, verify_file,
 };

@@ -7,7 +7,7 @@
 //! it lists to lie beside it, have the digest it records, and verify in turn. The first check
 //! that fails is reported with its [`Check`] and a message saying what differs.
 
-use crate::bounds::RECEIPT_BYTES;
+use crate::bounds::{RECEIPT_BYTES, RECEIPT_VALUES};
 use crate::digest::digest;
 use crate::keys::{SignatureCheck, VerifyKey};
 use crate::quote::printable;
@@ -30,8 +30,8 @@ const MAX_SCHEMA_ERRORS: usize = 3;
 #[serde(rename_all = "snake_case")]
 #[non_exhaustive]
 pub enum Check {
-    /// The file cannot be read (missing, not a regular file, too large, a symbolic link in a
-    /// directory).
+    /// The file cannot be read (missing, not a regular file, too large or too many values, a
+    /// symbolic link in a directory).
     File,
     /// The file is not one JSON object with unique keys.
     Json,
@@ -198,7 +198,7 @@ fn list_dir(dir: &Path) -> std::io::Result<(Vec<PathBuf>, Vec<Verdict>)> {
 }
 
 /// Reads a receipt file: a regular file of at most [`RECEIPT_BYTES`] holding one JSON object
-/// with unique keys.
+/// with unique keys and at most [`RECEIPT_VALUES`] values.
 pub fn read_receipt(path: &Path) -> Result<Value, Problem> {
     let file_problem = |m: String| Problem::new(Check::File, m);
     // O_NONBLOCK: a FIFO named as a receipt must not hang the verifier.
@@ -219,8 +219,16 @@ pub fn read_receipt(path: &Path) -> Result<Value, Problem> {
         .map_err(|e| file_problem(format!("cannot be read: {e}")))?;
     if bytes.len() as u64 > RECEIPT_BYTES.max {
         return Err(file_problem(format!(
-            "is larger than {} bytes, the most a receipt may be",
-            RECEIPT_BYTES.max
+            "is larger than {} bytes, the most a receipt may be ({})",
+            RECEIPT_BYTES.max, RECEIPT_BYTES.name
+        )));
+    }
+    // Counted before parsing: a parsed value costs 32 bytes and more, so a file of tiny values
+    // within the size bound would cost many times its size in memory.
+    if !RECEIPT_VALUES.admits(&bytes) {
+        return Err(file_problem(format!(
+            "holds more than {} JSON values, the most a receipt may hold ({}); it was not parsed",
+            RECEIPT_VALUES.max, RECEIPT_VALUES.name
         )));
     }
     let value = parse_unique(&bytes)

@@ -284,6 +284,46 @@ fn hostile_files_are_refused_without_hanging_or_overflowing() {
 }
 
 #[test]
+fn a_receipt_over_the_value_budget_is_refused_unparsed() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let max = usize::try_from(RECEIPT_VALUES.max).expect("usize");
+    // One value past the budget, in an object that names a key twice and never closes: a
+    // parser would report either, so a refusal for the values shows nothing was parsed.
+    let many = dir.path().join("many.json");
+    let text = format!(
+        "{{\"schema\": 1, \"schema\": 2, \"x\": [{}",
+        "0,".repeat(max - 7)
+    );
+    assert_eq!(
+        count_values(text.as_bytes(), u64::MAX),
+        RECEIPT_VALUES.max + 1
+    );
+    assert!(text.len() as u64 <= RECEIPT_BYTES.max);
+    std::fs::write(&many, &text).expect("write");
+    let v = verify_file(&many, &key());
+    let p = v.problem.expect("refused");
+    assert_eq!(p.check, Check::File, "{p:?}");
+    for part in [
+        "receipt_values",
+        &RECEIPT_VALUES.max.to_string(),
+        "not parsed",
+    ] {
+        assert!(p.message.contains(part), "{part}: {}", p.message);
+    }
+    let e = read_receipt(&many).expect_err("show refuses it too");
+    assert_eq!(e, p);
+
+    // At the budget the file is parsed, and refused for what it is: not an object.
+    let at = dir.path().join("at.json");
+    std::fs::write(&at, format!("[{}0]", "0,".repeat(max - 2))).expect("write");
+    let p = verify_file(&at, &key()).problem.expect("refused");
+    assert_eq!(
+        (p.check, p.message.as_str()),
+        (Check::Json, "is not a JSON object")
+    );
+}
+
+#[test]
 fn directories_expand_to_their_json_files_and_links_are_not_followed() {
     let dir = tempfile::tempdir().expect("tempdir");
     let r = write(dir.path(), &receipt("r1", Some(&signer(1, "key-1"))));

@@ -18,6 +18,11 @@
 //! [`ServeConfig::queue`] more wait; past that a request is refused `busy` (-32001). Answers
 //! come when their step ends, so out of order, each with its request's id.
 //!
+//! What a server holds is bounded: a request waits as the text of its line (at most
+//! [`ServeConfig::max_request_bytes`]), its inputs and environment ([`Inputs`], [`Env`])
+//! parsed only when a step thread takes it, and a line of more than `runx_profile::REQUEST_VALUES` JSON values is refused
+//! before it is parsed, since a parsed value costs 32 bytes and more where its text may cost two.
+//!
 //! What this crate is not: a scheduler. It runs what it is sent, on one machine; a graph
 //! runner (Dask, a workflow engine) decides what runs where.
 //!
@@ -37,11 +42,11 @@
 
 mod config;
 mod line;
+mod params;
 mod protocol;
 mod server;
 
 pub use config::{DEFAULT_MAX_REQUEST_BYTES, DEFAULT_QUEUE, MAX_POOL_SIZE, ServeConfig};
-pub use protocol::{
-    CancelParams, ErrorCode, InspectParams, Method, Request, RpcError, RunParams, ShutdownParams,
-};
+pub use params::{CancelParams, Env, Inputs, InspectParams, RunParams, ShutdownParams};
+pub use protocol::{ErrorCode, Method, Request, RpcError};
 pub use server::{Ending, Server};

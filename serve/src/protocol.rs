@@ -1,17 +1,26 @@
-//! The wire: JSON-RPC 2.0 messages, one per line, and the parameters of each method.
+//! The wire: JSON-RPC 2.0 messages, one per line, read into a method and its parameters
+//! ([`crate::params`]), and the answers written back.
 //!
 //! Parsing follows the JSON-RPC order of checks: a line that is not JSON is a parse error; a
 //! JSON value that is not a request object is an invalid request; an unknown method is
 //! `method not found`; parameters that do not fit the method are `invalid params`. Batches
 //! (arrays of requests) are refused as invalid requests: answers come one per line, each when
 //! its step ends.
+//!
+//! A line is never built into a tree of values here. Its values are counted first
+//! ([`REQUEST_VALUES`]); it is then checked (JSON, every key once) without being built; the
+//! request's members are read as text, and a `run`'s inputs and environment stay text
+//! ([`Inputs`](crate::params::Inputs), [`Env`](crate::params::Env)) until a step thread takes
+//! the request. So a queued request costs the bytes of its line, and only the requests running
+//! (at most the pool size) hold parsed inputs, of a bounded number of values.
 
+use crate::params::{CancelParams, InspectParams, RunParams, ShutdownParams, without_position};
+use runx_profile::REQUEST_VALUES;
 use serde::Deserialize;
+use serde::de::{Deserializer, IgnoredAny, MapAccess, Visitor};
 use serde_json::value::RawValue;
-use serde_json::{Map, Value, json};
-use std::collections::BTreeMap;
+use serde_json::{Value, json};
 use std::fmt;
-use std::path::PathBuf;
 
 /// The JSON-RPC error codes of the step server.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -19,7 +28,8 @@ use std::path::PathBuf;
 pub enum ErrorCode {
     /// -32700: the line is not JSON.
     ParseError,
-    /// -32600: not a request object, a batch, a duplicate id, or a line over the size limit.
+    /// -32600: not a request object, a batch, a duplicate id, or a line over the size limit
+    /// or the value limit ([`REQUEST_VALUES`]).
     InvalidRequest,
     /// -32601: no such method.
     MethodNotFound,
@@ -118,11 +128,26 @@ impl fmt::Display for RequestId {
     }
 }
 
-/// The text of a request's `id` member, as written (`None` when it has none or it is `null`).
+/// The text of a request's `id` member, as written (`None` when it has none).
 #[derive(Deserialize)]
 struct RawId<'a> {
     #[serde(borrow, default)]
     id: Option<&'a RawValue>,
+}
+
+/// The id a request wrote, if it is one: `null`, a number or a string.
+fn request_id(raw: &RawValue) -> Option<RequestId> {
+    let text = raw.get();
+    if !text.starts_with([
+        'n', '"', '-', '0', '1', '2', '3', '4', '5', '6', '7', '8', '9',
+    ]) {
+        return None;
+    }
+    let value = serde_json::from_str(text).ok()?;
+    Some(RequestId {
+        value,
+        text: text.to_string(),
+    })
 }
 
 /// A request as read from one line.
@@ -148,62 +173,15 @@ pub enum Method {
     Shutdown(ShutdownParams),
 }
 
-/// `run` parameters.
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct RunParams {
-    /// The package directory; relative to the server's working directory.
-    pub skill: PathBuf,
-    /// The runner; the package's default when absent.
-    #[serde(default)]
-    pub runner: Option<String>,
-    /// The input object.
-    #[serde(default)]
-    pub inputs: Map<String, Value>,
-    /// The only environment the step sees (declared names, and a cli-tool's baseline names).
-    #[serde(default)]
-    pub env: BTreeMap<String, String>,
-    /// The step's workspace (`RUNX_CWD`); the server's working directory when absent.
-    #[serde(default)]
-    pub cwd: Option<PathBuf>,
-    /// Where the receipt goes; `<cwd>/.runx/receipts` when absent.
-    #[serde(default)]
-    pub receipt_dir: Option<PathBuf>,
-    /// Whether to send `progress` notifications after each page of a paged run.
-    #[serde(default)]
-    pub progress: bool,
-}
-
-/// `inspect` parameters.
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct InspectParams {
-    /// The package directory; relative to the server's working directory.
-    pub skill: PathBuf,
-}
-
-/// `cancel` parameters.
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct CancelParams {
-    /// The id of the request to cancel.
-    pub id: Value,
-}
-
-/// `shutdown` parameters (all optional).
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct ShutdownParams {
-    /// Cancel the steps in flight (they answer `interrupted`) instead of letting them finish.
-    #[serde(default)]
-    pub cancel: bool,
-}
-
 /// Parses one line. An `Err` carries the id to answer with (`null` when none could be read).
-/// A line whose objects name a member twice, at any depth, is a parse error: readers disagree
-/// on which of the two counts.
+/// A line of more than [`REQUEST_VALUES`] values is refused before it is parsed. A line whose
+/// objects name a member twice, at any depth, is a parse error: readers disagree on which of
+/// the two counts.
 pub fn parse(line: &[u8]) -> Result<Request, (RequestId, RpcError)> {
-    let value: Value = runx_receipts::parse_unique(line).map_err(|e| {
+    if runx_receipts::count_values(line, REQUEST_VALUES.max) > REQUEST_VALUES.max {
+        return Err((id_of(line), too_many_values()));
+    }
+    runx_receipts::check_unique(line).map_err(|e| {
         (
             RequestId::null(),
             RpcError::new(ErrorCode::ParseError, format!("parse error: {e}")),
@@ -215,50 +193,52 @@ pub fn parse(line: &[u8]) -> Result<Request, (RequestId, RpcError)> {
             RpcError::new(ErrorCode::InvalidRequest, format!("invalid request: {m}")),
         )
     };
-    let mut obj = match value {
-        Value::Object(o) => o,
-        Value::Array(_) => {
+    // The line is JSON: its first byte says what it holds.
+    match line.trim_ascii_start().first() {
+        Some(b'{') => {}
+        Some(b'[') => {
             return Err(invalid(
                 &RequestId::null(),
                 "batches are not supported; send one request object per line",
             ));
         }
         _ => return Err(invalid(&RequestId::null(), "a request is a JSON object")),
-    };
-    let id = match obj.remove("id") {
+    }
+    let envelope: Envelope<'_> = serde_json::from_slice(line).map_err(|e| {
+        (
+            RequestId::null(),
+            RpcError::new(ErrorCode::ParseError, format!("parse error: {e}")),
+        )
+    })?;
+    let id = match envelope.id {
         None => None,
-        Some(value @ (Value::Null | Value::Number(_) | Value::String(_))) => {
-            // The line parsed once already, so it parses again; its `id` text is kept as is.
-            let text = serde_json::from_slice::<RawId<'_>>(line)
-                .ok()
-                .and_then(|raw| raw.id.map(|id| id.get().to_string()))
-                .unwrap_or_else(|| value.to_string());
-            Some(RequestId { value, text })
-        }
-        Some(_) => {
-            return Err(invalid(
-                &RequestId::null(),
-                "`id` must be a string, a number or null",
-            ));
-        }
+        Some(raw) => match request_id(raw) {
+            Some(id) => Some(id),
+            None => {
+                return Err(invalid(
+                    &RequestId::null(),
+                    "`id` must be a string, a number or null",
+                ));
+            }
+        },
     };
     let answer_id = id.clone().unwrap_or_else(RequestId::null);
-    if obj.get("jsonrpc") != Some(&json!("2.0")) {
+    if envelope.jsonrpc.and_then(string).as_deref() != Some("2.0") {
         return Err(invalid(&answer_id, "`jsonrpc` must be \"2.0\""));
     }
-    let Some(Value::String(method)) = obj.remove("method") else {
+    let Some(method) = envelope.method.and_then(string) else {
         return Err(invalid(&answer_id, "`method` must be a string"));
     };
-    if let Some(extra) = obj.keys().find(|k| *k != "jsonrpc" && *k != "params") {
+    if let Some(extra) = envelope.unknown {
         return Err(invalid(
             &answer_id,
             &format!("unknown member `{extra}`; a request has jsonrpc, id, method and params"),
         ));
     }
-    let params = match obj.remove("params") {
-        None | Some(Value::Null) => Value::Object(Map::new()),
-        Some(p @ Value::Object(_)) => p,
-        Some(Value::Array(_)) => {
+    let params = match envelope.params.map(RawValue::get) {
+        None | Some("null") => "{}",
+        Some(p) if p.starts_with('{') => p,
+        Some(p) if p.starts_with('[') => {
             return Err((
                 answer_id,
                 RpcError::new(
@@ -273,12 +253,90 @@ pub fn parse(line: &[u8]) -> Result<Request, (RequestId, RpcError)> {
     Ok(Request { id, method })
 }
 
-fn method_with(name: &str, params: Value) -> Result<Method, RpcError> {
-    fn typed<T: serde::de::DeserializeOwned>(method: &str, params: Value) -> Result<T, RpcError> {
-        serde_json::from_value(params).map_err(|e| {
+/// The refusal of a line over [`REQUEST_VALUES`].
+fn too_many_values() -> RpcError {
+    RpcError::new(
+        ErrorCode::InvalidRequest,
+        format!(
+            "invalid request: the line holds more than {} JSON values (object keys included), the most a request may hold ({}); it was not parsed",
+            REQUEST_VALUES.max, REQUEST_VALUES.name
+        ),
+    )
+    .with_data(json!({"limit": REQUEST_VALUES.name, "max": REQUEST_VALUES.max}))
+}
+
+/// The id of a request object refused unparsed, read without building anything, so that its
+/// answer can name it; `null` when there is none to read.
+fn id_of(line: &[u8]) -> RequestId {
+    if line.trim_ascii_start().first() != Some(&b'{') {
+        return RequestId::null();
+    }
+    serde_json::from_slice::<RawId<'_>>(line)
+        .ok()
+        .and_then(|raw| raw.id)
+        .and_then(request_id)
+        .unwrap_or_else(RequestId::null)
+}
+
+/// A string member's value, if it is a string.
+fn string(raw: &RawValue) -> Option<String> {
+    serde_json::from_str(raw.get()).ok()
+}
+
+/// The members of a request object as they were written, read in one pass that builds no
+/// value: the four a request may have, and the first (in key order) of any others.
+#[derive(Default)]
+struct Envelope<'a> {
+    id: Option<&'a RawValue>,
+    jsonrpc: Option<&'a RawValue>,
+    method: Option<&'a RawValue>,
+    params: Option<&'a RawValue>,
+    unknown: Option<String>,
+}
+
+impl<'de> Deserialize<'de> for Envelope<'de> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Envelope<'de>, D::Error> {
+        d.deserialize_map(EnvelopeVisitor)
+    }
+}
+
+struct EnvelopeVisitor;
+
+impl<'de> Visitor<'de> for EnvelopeVisitor {
+    type Value = Envelope<'de>;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a request object")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Envelope<'de>, A::Error> {
+        let mut e = Envelope::default();
+        while let Some(key) = map.next_key::<String>()? {
+            let slot = match key.as_str() {
+                "id" => &mut e.id,
+                "jsonrpc" => &mut e.jsonrpc,
+                "method" => &mut e.method,
+                "params" => &mut e.params,
+                _ => {
+                    map.next_value::<IgnoredAny>()?;
+                    if e.unknown.as_ref().is_none_or(|u| key < *u) {
+                        e.unknown = Some(key);
+                    }
+                    continue;
+                }
+            };
+            *slot = Some(map.next_value()?);
+        }
+        Ok(e)
+    }
+}
+
+fn method_with(name: &str, params: &str) -> Result<Method, RpcError> {
+    fn typed<'a, T: Deserialize<'a>>(method: &str, params: &'a str) -> Result<T, RpcError> {
+        serde_json::from_str(params).map_err(|e| {
             RpcError::new(
                 ErrorCode::InvalidParams,
-                format!("invalid params for `{method}`: {e}"),
+                format!("invalid params for `{method}`: {}", without_position(&e)),
             )
         })
     }
@@ -300,31 +358,14 @@ fn method_with(name: &str, params: Value) -> Result<Method, RpcError> {
     }
 }
 
-/// What serde cannot say about `run` parameters: names and values a process environment
-/// cannot hold, and empty paths.
+/// What serde cannot say about `run` parameters: an empty package path. (The environment's
+/// names and values are checked as it is read, [`Env`](crate::params::Env).)
 fn check_run(p: &RunParams) -> Result<(), RpcError> {
-    let bad = |m: String| {
-        RpcError::new(
-            ErrorCode::InvalidParams,
-            format!("invalid params for `run`: {m}"),
-        )
-    };
     if p.skill.as_os_str().is_empty() {
-        return Err(bad(
-            "`skill` is empty; name the package directory".to_string()
+        return Err(RpcError::new(
+            ErrorCode::InvalidParams,
+            "invalid params for `run`: `skill` is empty; name the package directory",
         ));
-    }
-    for (name, value) in &p.env {
-        if name.is_empty() || name.contains('=') || name.contains('\0') {
-            return Err(bad(format!(
-                "environment name {name:?} is empty or holds `=` or a NUL byte"
-            )));
-        }
-        if value.contains('\0') {
-            return Err(bad(format!(
-                "the value of environment name `{name}` holds a NUL byte"
-            )));
-        }
     }
     Ok(())
 }
@@ -452,7 +493,13 @@ mod tests {
             panic!("not run")
         };
         assert_eq!((p.runner.as_deref(), p.progress), (Some("r"), true));
-        assert_eq!(p.inputs["a"], 1);
+        assert_eq!(p.inputs.parse().expect("inputs")["a"], 1);
+        assert_eq!(p.inputs.text(), Some(r#"{"a":1}"#), "the inputs stay text");
+        let env = p.env.parse().expect("env");
+        assert_eq!(
+            env.into_iter().collect::<Vec<_>>(),
+            [("A".to_string(), "b".to_string())]
+        );
         let r = parse(br#"{"jsonrpc":"2.0","method":"shutdown"}"#).expect("shutdown");
         assert!(r.id.is_none());
         assert!(matches!(
@@ -498,6 +545,116 @@ mod tests {
             r#"{"jsonrpc":"2.0","id":1,"method":"run","params":{"skill":"s","inputs":{"x":1,"x":2}}}"#,
         ] {
             assert_eq!(code_of(duplicated), (Value::Null, -32700), "{duplicated}");
+        }
+    }
+
+    /// A `run` line whose inputs hold an array of `zeros` zeros.
+    fn run_line(id: &str, zeros: u64) -> String {
+        let zeros = usize::try_from(zeros).expect("usize");
+        let items = if zeros == 0 {
+            String::new()
+        } else {
+            format!("{}0", "0,".repeat(zeros - 1))
+        };
+        format!(
+            r#"{{"jsonrpc":"2.0","id":{id},"method":"run","params":{{"skill":"s","inputs":{{"a":[{items}]}}}}}}"#
+        )
+    }
+
+    #[test]
+    fn a_line_over_the_value_limit_is_refused_unparsed_with_its_id() {
+        let around = runx_receipts::count_values(run_line("7", 0).as_bytes(), u64::MAX);
+        let most = REQUEST_VALUES.max - around;
+        let at = run_line("7", most);
+        assert_eq!(
+            runx_receipts::count_values(at.as_bytes(), u64::MAX),
+            REQUEST_VALUES.max
+        );
+        let r = parse(at.as_bytes()).expect("at the limit it is a request");
+        let Method::Run(p) = r.method else {
+            panic!("not run")
+        };
+        assert_eq!(
+            p.inputs.parse().expect("inputs")["a"]
+                .as_array()
+                .map(Vec::len),
+            Some(usize::try_from(most).expect("usize"))
+        );
+
+        let over = run_line("\"big\"", most + 1);
+        let (id, e) = parse(over.as_bytes()).expect_err("refused");
+        assert_eq!((id.text(), e.code), ("\"big\"", ErrorCode::InvalidRequest));
+        assert!(e.message.contains("request_values"), "{}", e.message);
+        assert!(
+            e.message.contains(&REQUEST_VALUES.max.to_string()),
+            "{}",
+            e.message
+        );
+        assert_eq!(
+            e.data,
+            Some(json!({"limit": "request_values", "max": REQUEST_VALUES.max}))
+        );
+        // Refused before it is checked: the same line with a member twice, or cut short, gets
+        // the same answer, not a parse error.
+        let twice = over.replacen(r#""skill":"s""#, r#""skill":"s","skill":"t""#, 1);
+        assert_eq!(parse(twice.as_bytes()).expect_err("refused").1, e);
+        let cut = &over[..over.len() - 3];
+        let (id, cut_e) = parse(cut.as_bytes()).expect_err("refused");
+        assert_eq!((id.value(), cut_e), (&Value::Null, e.clone()));
+        // A batch over the limit has no id to answer with.
+        let batch = format!("[{over}]");
+        assert_eq!(
+            parse(batch.as_bytes()).expect_err("refused").0,
+            RequestId::null()
+        );
+    }
+
+    #[test]
+    fn invalid_params_messages_carry_no_position_within_params() {
+        let (_, e) =
+            parse(br#"{"jsonrpc":"2.0","id":1,"method":"run","params":{"skill":"s","input":{}}}"#)
+                .expect_err("unknown field");
+        assert!(
+            e.message
+                .starts_with("invalid params for `run`: unknown field `input`"),
+            "{}",
+            e.message
+        );
+        assert!(!e.message.contains(" at line "), "{}", e.message);
+        let (_, e) = parse(
+            br#"{"jsonrpc":"2.0","id":1,"method":"run","params":{"skill":"s","inputs":null}}"#,
+        )
+        .expect_err("null inputs");
+        assert!(
+            e.message.contains("`inputs` must be an object"),
+            "{}",
+            e.message
+        );
+        for (env, says) in [
+            (
+                r#"{"A=B":"c"}"#,
+                r#"environment name "A=B" is empty or holds `=` or a NUL byte"#,
+            ),
+            (
+                r#"{"A":"c\u0000"}"#,
+                "the value of environment name `A` holds a NUL byte",
+            ),
+            (r#"{"A":1}"#, "invalid type: integer `1`, expected a string"),
+            (
+                "[]",
+                "invalid type: sequence, expected an object of environment strings",
+            ),
+        ] {
+            let line = format!(
+                r#"{{"jsonrpc":"2.0","id":1,"method":"run","params":{{"skill":"s","env":{env}}}}}"#
+            );
+            let (_, e) = parse(line.as_bytes()).expect_err("bad env");
+            assert_eq!(e.code, ErrorCode::InvalidParams, "{env}");
+            assert_eq!(
+                e.message,
+                format!("invalid params for `run`: {says}"),
+                "{env}"
+            );
         }
     }
 

@@ -3,16 +3,17 @@
 
 use crate::config::ServeConfig;
 use crate::line::{Line, read_line};
+use crate::params::{Env, Inputs, InspectParams, RunParams};
 use crate::protocol::{
-    self, ErrorCode, InspectParams, Method, Request, RequestId, RpcError, RunParams, error_line,
-    notification_line, result_line,
+    self, ErrorCode, Method, Request, RequestId, RpcError, error_line, notification_line,
+    result_line,
 };
 use runx_runtime::{
     CancelToken, EnvSource, PageProgress, ProgressSink, RunRequest, Runtime, describe_json,
     run_json,
 };
-use serde_json::{Value, json};
-use std::collections::{HashMap, VecDeque};
+use serde_json::{Map, Value, json};
+use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::io::{BufRead, Write};
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::{Path, PathBuf};
@@ -61,8 +62,17 @@ struct Job {
 }
 
 enum Work {
-    Run(Box<RunRequest>),
+    Run(Box<QueuedRun>),
     Inspect(PathBuf),
+}
+
+/// A `run` as it waits for a step thread: the request with no inputs and an empty environment
+/// yet, and those two as the line wrote them. They are parsed when a step thread takes the
+/// request, so a queued request holds the bytes of its line, not the trees of its values.
+struct QueuedRun {
+    request: RunRequest,
+    inputs: Inputs,
+    env: Env,
 }
 
 impl Server {
@@ -276,14 +286,19 @@ impl Shared {
                 ),
             ));
         }
-        let mut req = RunRequest::new(self.resolve(&p.skill), p.inputs);
+        let mut req = RunRequest::new(self.resolve(&p.skill), Map::new());
         req.runner = p.runner;
-        req.env = EnvSource::Only(p.env);
+        // Never the server's own environment, even before the step's is parsed.
+        req.env = EnvSource::Only(BTreeMap::new());
         req.workspace = workspace;
         req.receipt_dir = p.receipt_dir.as_deref().map(|d| self.resolve(d));
         // The progress sink is attached once the id is known to be admitted.
         req.progress = p.progress.then(|| ProgressSink::new(|_| {}));
-        Ok(Work::Run(Box::new(req)))
+        Ok(Work::Run(Box::new(QueuedRun {
+            request: req,
+            inputs: p.inputs,
+            env: p.env,
+        })))
     }
 
     /// Queues a request, or answers why not (invalid, duplicate id, busy).
@@ -328,7 +343,8 @@ impl Shared {
                 )
             } else {
                 let token = match &mut work {
-                    Work::Run(req) => {
+                    Work::Run(run) => {
+                        let req = &mut run.request;
                         if req.progress.is_some() {
                             req.progress = Some(self.progress_sink(&id));
                         }
@@ -388,14 +404,21 @@ impl Shared {
             jobs.running += 1;
             drop(jobs);
             let s = self.clone();
-            let job = Arc::new(job);
-            let spare = job.clone();
+            // The job goes to a thread of its own; it stays here if none can start.
+            let cell = Arc::new(Mutex::new(Some(job)));
+            let theirs = cell.clone();
             let spawned = std::thread::Builder::new()
                 .name("runx-step-cancelled".to_string())
-                .spawn(move || s.complete(&job));
-            if spawned.is_err() {
+                .spawn(move || {
+                    if let Some(job) = take(&theirs) {
+                        s.complete(job);
+                    }
+                });
+            if spawned.is_err()
+                && let Some(job) = take(&cell)
+            {
                 // A cancelled run ends before it starts anything: answering inline is quick.
-                self.complete(&spare);
+                self.complete(job);
             }
         }
         true
@@ -417,16 +440,17 @@ impl Shared {
                     jobs = self.changed.wait(jobs).unwrap_or_else(|p| p.into_inner());
                 }
             };
-            self.complete(&job);
+            self.complete(job);
         }
     }
 
     /// Runs a request taken off the queue, answers it and forgets it. Its id is free (and
     /// no longer cancellable) before the answer is written, so a client that has read the
     /// answer never finds it still in flight; it stays `running` until the answer is out.
-    fn complete(&self, job: &Job) {
-        let line = self.answer(job);
-        self.lock().in_flight.remove(&job.key);
+    fn complete(&self, job: Job) {
+        let Job { id, key, work } = job;
+        let line = self.answer(&id, work);
+        self.lock().in_flight.remove(&key);
         self.write(&line);
         self.lock().running -= 1;
         self.changed.notify_all();
@@ -434,12 +458,13 @@ impl Shared {
 
     /// Runs one request; a panic becomes an internal error answer, never the end of the
     /// server.
-    fn answer(&self, job: &Job) -> Vec<u8> {
-        let answered = catch_unwind(AssertUnwindSafe(|| match &job.work {
-            Work::Run(req) => {
-                let outcome = self.runtime.run(req);
+    fn answer(&self, id: &RequestId, work: Work) -> Vec<u8> {
+        let answered = catch_unwind(AssertUnwindSafe(|| match work {
+            Work::Run(run) => {
+                let req = run.parsed()?;
+                let outcome = self.runtime.run(&req);
                 tracing::info!(
-                    id = %job.id,
+                    id = %id,
                     skill = %outcome.skill,
                     runner = %outcome.runner,
                     status = %outcome.status(),
@@ -447,7 +472,7 @@ impl Shared {
                 );
                 Ok(run_json(&outcome).to_string())
             }
-            Work::Inspect(dir) => match runx_profile::load(dir) {
+            Work::Inspect(dir) => match runx_profile::load(&dir) {
                 Ok(p) => Ok(describe_json(&p).to_string()),
                 Err(e) => {
                     let failure = runx_runtime::RunError::from(e);
@@ -459,21 +484,52 @@ impl Shared {
             },
         }));
         match answered {
-            Ok(Ok(text)) => result_line(&job.id, &text),
-            Ok(Err(e)) => error_line(&job.id, &e),
+            Ok(Ok(text)) => result_line(id, &text),
+            Ok(Err(e)) => error_line(id, &e),
             Err(panic) => {
                 let why = panic
                     .downcast_ref::<&str>()
                     .map(|s| s.to_string())
                     .or_else(|| panic.downcast_ref::<String>().cloned())
                     .unwrap_or_else(|| "unknown panic".to_string());
-                tracing::error!(id = %job.id, "a step panicked: {why}");
+                tracing::error!(id = %id, "a step panicked: {why}");
                 error_line(
-                    &job.id,
+                    id,
                     &RpcError::new(ErrorCode::Internal, format!("internal error: {why}"))
                         .with_data(json!({"kind": "internal", "code": "panic", "message": why})),
                 )
             }
         }
     }
+}
+
+impl QueuedRun {
+    /// The request with its inputs and environment parsed; their text is dropped. A cancelled
+    /// run ends before either is read, so they are not parsed then: a cancelled queued request
+    /// is answered on a thread of its own, beside the pool, and must not add trees beside the
+    /// running ones.
+    fn parsed(self) -> Result<RunRequest, RpcError> {
+        let QueuedRun {
+            mut request,
+            inputs,
+            env,
+        } = self;
+        if !request.cancel.is_cancelled() {
+            // Both were checked when the request was read, so neither fails here.
+            let bad = |e: serde_json::Error| {
+                RpcError::new(
+                    ErrorCode::InvalidParams,
+                    format!("invalid params for `run`: {e}"),
+                )
+            };
+            request.inputs = inputs.parse().map_err(bad)?;
+            request.env = EnvSource::Only(env.parse().map_err(bad)?);
+        }
+        Ok(request)
+    }
+}
+
+/// The job in `cell`, taken once.
+fn take(cell: &Mutex<Option<Job>>) -> Option<Job> {
+    cell.lock().unwrap_or_else(|p| p.into_inner()).take()
 }

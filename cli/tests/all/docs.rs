@@ -84,6 +84,41 @@ fn every_path_in_the_code_map_exists() {
     }
 }
 
+/// Whether `text` holds `value` as a whole number: not the tail of a longer one (`4 KiB` is
+/// not in `64 KiB`). Thousands may be written with commas (`10,000`).
+fn mentions(text: &str, value: &str) -> bool {
+    let text = text.replace(',', "");
+    text.match_indices(value).any(|(i, _)| {
+        !text[..i]
+            .chars()
+            .next_back()
+            .is_some_and(|c| c.is_ascii_digit() || c == '.')
+    })
+}
+
+#[test]
+fn every_limit_of_the_catalogue_has_a_row_with_its_value() {
+    let rows = table_after(&read("ARCHITECTURE.md"), "## Where each limit is enforced");
+    for def in runx_profile::CATALOGUE {
+        let name = format!("`{}`", def.name);
+        let row = rows
+            .iter()
+            .find(|r| r.split('|').nth(1).unwrap_or_default().contains(&name))
+            .unwrap_or_else(|| panic!("ARCHITECTURE.md's limits table has no row for {name}"));
+        // A declared limit's row gives its range and where it is declared, in words.
+        if def.is_declarable() {
+            continue;
+        }
+        let value = runx_profile::human(def, def.default);
+        assert!(
+            mentions(row, &value),
+            "the row of {name} does not give its value, {value}: {row}"
+        );
+    }
+    assert!(mentions("| 10,000 dirs |", "10000"));
+    assert!(!mentions("| 64 KiB |", "4 KiB"));
+}
+
 /// Every Markdown file under `dir`, as paths relative to the repository root.
 fn pages_under(dir: &str) -> Vec<String> {
     let mut pages = Vec::new();

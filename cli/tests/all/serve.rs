@@ -762,6 +762,124 @@ fn a_cancelled_queued_step_answers_at_once() {
     );
 }
 
+/// The most memory a process has held (`VmHWM`), in bytes.
+fn peak_rss(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let kib = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+        .unwrap_or_else(|| panic!("no VmHWM in {status}"));
+    kib * 1024
+}
+
+/// A `run` request line with `id` whose inputs hold `zeros` zeros and `pad` bytes of string.
+fn zeros_line(id: usize, zeros: usize, pad: usize) -> Vec<u8> {
+    let mut line = format!(
+        r#"{{"jsonrpc":"2.0","id":{id},"method":"run","params":{{"skill":"steps","runner":"sleep","inputs":{{"pad":"{}","a":["#,
+        "x".repeat(pad)
+    )
+    .into_bytes();
+    line.extend_from_slice(&b"0,".repeat(zeros - 1));
+    line.extend_from_slice(b"0]}}}\n");
+    line
+}
+
+/// A `run` request line with `id` whose environment has `names` names, each with an empty value.
+fn env_line(id: usize, names: usize) -> Vec<u8> {
+    let env: Vec<String> = (0..names).map(|n| format!(r#""{n:x}":"""#)).collect();
+    format!(
+        r#"{{"jsonrpc":"2.0","id":{id},"method":"run","params":{{"skill":"steps","runner":"sleep","env":{{{}}}}}}}"#,
+        env.join(",")
+    )
+    .into_bytes()
+    .into_iter()
+    .chain(*b"\n")
+    .collect()
+}
+
+#[test]
+fn queued_requests_hold_their_text_and_a_line_of_too_many_values_is_refused() {
+    use runx_profile::REQUEST_VALUES;
+    use runx_serve::DEFAULT_MAX_REQUEST_BYTES as LINE;
+    const REFUSED: usize = 3;
+    const QUEUED: usize = 8;
+    let max_values = usize::try_from(REQUEST_VALUES.max).unwrap();
+    let ws = tempfile::tempdir().unwrap();
+    package(ws.path());
+    let mut s = Session::start(ws.path(), &["--pool-size", "1"]);
+    // The one step slot is taken for the whole test: every request after it waits in the queue.
+    s.request(
+        json!("long"),
+        "run",
+        json!({"skill": "steps", "runner": "sleep", "inputs": {"seconds": 30}}),
+    );
+    // The reader answers a `cancel` itself, after every line before it.
+    s.request(json!("p0"), "cancel", json!({"id": "none"}));
+    assert_eq!(s.answer(&json!("p0"))["result"]["cancelled"], false);
+    let pid = s.child.id();
+    let start = peak_rss(pid);
+
+    // A line of tiny values, as long as a line may be: twice the values a request may hold.
+    for id in 0..REFUSED {
+        let line = zeros_line(id, (LINE - 200) / 2, 0);
+        assert!(line.len() <= LINE);
+        s.send_raw(&line);
+        let v = s.answer(&json!(id));
+        assert_eq!(v["error"]["code"], -32600, "{v}");
+        assert_eq!(v["error"]["data"]["limit"], "request_values", "{v}");
+        assert_eq!(v["error"]["data"]["max"], REQUEST_VALUES.max, "{v}");
+    }
+    // Lines of about the most bytes a line may have, with about as many values as a request
+    // may hold, in its inputs or its environment: each is queued. Parsed, the zeros alone
+    // would take 32 bytes each, 64 MiB a line, and the environment about 90 MiB; kept as
+    // text, a line takes its own length.
+    let zeros = max_values - 100;
+    let pad = LINE - 2 * zeros - 200;
+    for id in REFUSED..REFUSED + QUEUED {
+        let line = if id % 2 == 0 {
+            zeros_line(id, zeros, pad)
+        } else {
+            env_line(id, 700_000)
+        };
+        assert!(line.len() <= LINE && line.len() > LINE * 4 / 5);
+        assert!(runx_receipts::count_values(&line, u64::MAX) <= REQUEST_VALUES.max);
+        s.send_raw(&line);
+    }
+    s.request(json!("p1"), "cancel", json!({"id": "none"}));
+    assert_eq!(s.answer(&json!("p1"))["result"]["cancelled"], false);
+    // The queued lines, and the line being read: its text, and up to about six times that
+    // while it is checked (the set of the names of its largest object, here the environment),
+    // with room to spare. Parsed, the queue alone would take 600 MiB.
+    let bound = start + ((QUEUED + 8) * LINE) as u64;
+    let queued = peak_rss(pid);
+    assert!(
+        queued <= bound,
+        "{QUEUED} queued lines of {LINE} bytes took the server from {start} to {queued} bytes (bound {bound})"
+    );
+
+    // Cancelled queued requests answer without their inputs ever being parsed, on threads of
+    // their own beside the pool.
+    for id in REFUSED..REFUSED + QUEUED {
+        let cancel = json!(format!("c{id}"));
+        s.request(cancel.clone(), "cancel", json!({"id": id}));
+        let v = s.answer(&json!(id));
+        assert_eq!(v["result"]["error"]["kind"], "interrupted", "{v}");
+        assert_eq!(s.answer(&cancel)["result"]["cancelled"], true);
+    }
+    let end = peak_rss(pid);
+    assert!(
+        end <= bound,
+        "answering the cancelled requests took the server to {end} bytes (bound {bound})"
+    );
+    s.request(json!("c"), "cancel", json!({"id": "long"}));
+    assert_eq!(
+        s.answer(&json!("long"))["result"]["error"]["kind"],
+        "interrupted"
+    );
+    assert_eq!(s.close().0, 0);
+}
+
 #[test]
 fn ctrl_c_interrupts_every_step_answers_and_exits_130() {
     let ws = tempfile::tempdir().unwrap();
