@@ -65,6 +65,29 @@ pub fn unsafe_integer_in(text: &[u8], value: &Value) -> Option<(String, String)>
     Some((at, literal))
 }
 
+/// [`unsafe_integer_in`] for an object given as its map (the inputs of a request), without
+/// building a value of it.
+pub fn unsafe_integer_in_map(
+    text: &[u8],
+    map: &serde_json::Map<String, Value>,
+) -> Option<(String, String)> {
+    for (key, value) in map {
+        if let Some((at, found)) = unsafe_integer(value) {
+            return Some((format!("{}{at}", Step::Key(key).pointer()), found));
+        }
+    }
+    let literal = long_integer_literal(text)?;
+    let double: f64 = literal.parse().ok()?;
+    let at = map
+        .iter()
+        .find_map(|(key, value)| {
+            pointer_of_double(value, double)
+                .map(|rest| format!("{}{rest}", Step::Key(key).pointer()))
+        })
+        .unwrap_or_default();
+    Some((at, literal))
+}
+
 /// The first integer literal of JSON `text` (no fraction, no exponent) with more than 16
 /// digits, so beyond ±[`MAX_SAFE_INTEGER`] (16 digits). Called after [`unsafe_integer`] found
 /// none in the parsed value, so such a literal is one the reader took as a double. Text inside
@@ -177,6 +200,25 @@ mod tests {
         assert_eq!(
             in_text(r#"{"x": 9007199254740993}"#),
             Some(("/x".into(), "9007199254740993".into()))
+        );
+    }
+
+    #[test]
+    fn a_map_is_checked_like_its_object() {
+        let text = r#"{"a": 1, "b": {"c": 123456789012345678901234}}"#;
+        let Value::Object(map) = serde_json::from_str(text).expect("json") else {
+            panic!("not an object")
+        };
+        assert_eq!(
+            unsafe_integer_in_map(text.as_bytes(), &map),
+            Some(("/b/c".into(), "123456789012345678901234".into()))
+        );
+        let Value::Object(map) = json!({"a": {"b": 9007199254740993u64}}) else {
+            panic!("not an object")
+        };
+        assert_eq!(
+            unsafe_integer_in_map(b"{}", &map),
+            Some(("/a/b".into(), "9007199254740993".into()))
         );
     }
 

@@ -524,8 +524,34 @@ impl QueuedRun {
             };
             request.inputs = inputs.parse().map_err(bad)?;
             request.env = EnvSource::Only(env.parse().map_err(bad)?);
+            refuse_long_integers(&inputs, &request.inputs)?;
         }
         Ok(request)
+    }
+}
+
+/// An integer literal of the inputs beyond 64 bits, which JSON reads as a double, refused as
+/// `runx skill` refuses it (integers of 64 bits are refused by the run itself, by input).
+fn refuse_long_integers(inputs: &Inputs, parsed: &Map<String, Value>) -> Result<(), RpcError> {
+    let Some(text) = inputs.text() else {
+        return Ok(());
+    };
+    if parsed
+        .values()
+        .any(|v| runx_profile::unsafe_integer(v).is_some())
+    {
+        return Ok(());
+    }
+    match runx_profile::unsafe_integer_in_map(text.as_bytes(), parsed) {
+        None => Ok(()),
+        Some((at, literal)) => Err(RpcError::new(
+            ErrorCode::InvalidParams,
+            format!(
+                "invalid params for `run`: the inputs hold the integer {literal} at {at}, beyond ±{} (2^53 - 1), which a JSON number does not carry exactly; pass it as a string",
+                runx_profile::MAX_SAFE_INTEGER
+            ),
+        )
+        .with_data(json!({"kind": "input", "code": "unsafe_integer", "at": at}))),
     }
 }
 

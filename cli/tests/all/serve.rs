@@ -351,6 +351,12 @@ fn malformed_requests_get_errors_and_the_server_goes_on() {
         line.starts_with("{\"jsonrpc\":\"2.0\",\"id\":12345678901234567890123,\"result\":"),
         "{line}"
     );
+    // An input integer beyond 64 bits reads as a double: refused, as `runx skill` refuses it.
+    s.send_raw(b"{\"jsonrpc\":\"2.0\",\"id\":11,\"method\":\"run\",\"params\":{\"skill\":\"steps\",\"inputs\":{\"n\":12345678901234567890123}}}\n");
+    let v = s.next();
+    assert_eq!(v["error"]["code"], -32602, "{v}");
+    assert_eq!(v["error"]["data"]["code"], "unsafe_integer", "{v}");
+    assert_eq!(v["error"]["data"]["at"], "/n", "{v}");
     // A `run` without an id is a notification: nobody could read its result, so it never runs.
     s.send(json!({"jsonrpc": "2.0", "method": "run", "params": {"skill": "steps"}}));
     // Still serving: a real request after all of that.
