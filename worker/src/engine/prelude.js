@@ -38,6 +38,7 @@
   const dateToString = DateProto.toString;
   const dateGetTime = DateProto.getTime;
   const dateToTimeString = DateProto.toTimeString;
+  const dateToDateString = DateProto.toDateString;
   const setUTCFullYear = DateProto.setUTCFullYear;
   const setUTCHours = DateProto.setUTCHours;
   const numberToString = Number.prototype.toString;
@@ -234,7 +235,7 @@
   // specification requires an engine to read back (those of `toISOString`, `toString` and
   // `toUTCString`); any other text is NaN, where the engines' own fallbacks disagree (V8 took
   // `2024-01-01T00:00:00z`, QuickJS did not). `toString` and `toTimeString` end at the offset
-  // (V8 added ` (GMT)`).
+  // (V8 added ` (GMT)`), and the locale methods write the same texts.
   const MONTHS = "JanFebMarAprMayJunJulAugSepOctNovDec";
   const ISO_DATE = /^([+-]\d{6}|\d{4})(?:-(\d{2})(?:-(\d{2}))?)?(?:T(\d{2}):(\d{2})(?::(\d{2})(?:\.(\d+))?)?(Z|[+-]\d{2}:\d{2})?)?$/;
   const TO_STRING = /^(?:Sun|Mon|Tue|Wed|Thu|Fri|Sat) (Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) (\d{2}) (-?\d{4,6}) (\d{2}):(\d{2}):(\d{2}) GMT([+-]\d{4})(?: \([^()]*\))?$/;
@@ -283,11 +284,17 @@
     const open = apply(indexOf, text, [" ("]);
     return open === -1 ? text : apply(slice, text, [0, open]);
   }
+  // No locale either: the `toLocale…String` methods write what `toString`, `toDateString` and
+  // `toTimeString` write (V8 wrote `12/6/1166, 3:30:36 PM` where QuickJS wrote
+  // `12/06/1166, 03:30:36 PM`).
   const dateMethods = {
     toString() { return dateText(apply(dateToString, this, [])); },
     toTimeString() { return dateText(apply(dateToTimeString, this, [])); },
+    toLocaleString() { return dateText(apply(dateToString, this, [])); },
+    toLocaleDateString() { return apply(dateToDateString, this, []); },
+    toLocaleTimeString() { return dateText(apply(dateToTimeString, this, [])); },
   };
-  for (const name of ["toString", "toTimeString"]) {
+  for (const name of ["toString", "toTimeString", "toLocaleString", "toLocaleDateString", "toLocaleTimeString"]) {
     defineProperty(DateProto, name, {
       value: dateMethods[name], writable: true, configurable: true, enumerable: false,
     });

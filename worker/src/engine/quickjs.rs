@@ -343,9 +343,16 @@ impl<'p> Session<'p> {
                 format!("the {what} is not a JSON object"),
             )
         };
+        // The host wrote the input, so it is JSON: a parse that fails ran out of a limit
+        // (memory: 500,000 small objects in 4 MiB of input fill a 64 MiB heap), which is what
+        // the call reports.
         let inputs = ctx.json_parse(call.input).map_err(|_| {
-            ctx.catch();
-            invalid("input")
+            let failure = self.failure(ctx, FailureCode::InvalidRequest);
+            if failure.limit.is_some() {
+                failure
+            } else {
+                invalid("input")
+            }
         })?;
         let Some(obj) = inputs.as_object() else {
             return Err(invalid("input"));

@@ -1050,6 +1050,27 @@ pub fn oversized_outputs_are_typed(e: &mut dyn Engine) {
     );
 }
 
+/// An input that fills the heap while it is parsed fails `heap_bytes`, never "not a JSON
+/// object": 520,000 small objects are 4 MiB of text and more than 64 MiB of heap on QuickJS.
+pub fn an_input_too_large_for_the_heap_is_the_heap_limit(e: &mut dyn Engine) {
+    let items: Vec<Value> = (0..520_000).map(|_| json!({"a": 0})).collect();
+    let out = run(
+        e,
+        "export default (i) => ({ n: i.items.length });",
+        json!({ "items": items }),
+    );
+    match out {
+        Ok(out) => assert_eq!(
+            serde_json::from_slice::<Value>(&out.output).unwrap(),
+            json!({"n": 520_000})
+        ),
+        Err((f, _)) => {
+            assert_eq!(f.code, FailureCode::ResourceLimit, "{f}");
+            assert_eq!(f.limit, Some(Limit::HeapBytes), "{f}");
+        }
+    }
+}
+
 /// Narrowed heap and stack limits apply, and the next call with the default limits gets the
 /// default limits back.
 pub fn narrowed_limits_apply(e: &mut dyn Engine) {
@@ -1434,6 +1455,7 @@ macro_rules! engine_suite {
             case!(a_call_leaves_nothing_for_the_next);
             case!(resizable_buffers_count_against_the_heap);
             case!(oversized_outputs_are_typed);
+            case!(an_input_too_large_for_the_heap_is_the_heap_limit);
             case!(narrowed_limits_apply);
             case!(promises_settle_or_fail_clearly);
             case!(outputs_follow_json_stringify);
