@@ -1,6 +1,6 @@
 //! `runx serve`: the step server of `runx-serve` on stdin and stdout.
 
-use runx_serve::{DEFAULT_MAX_REQUEST_BYTES, DEFAULT_QUEUE, ServeConfig, Server};
+use runx_serve::{DEFAULT_MAX_REQUEST_BYTES, DEFAULT_QUEUE, MAX_POOL_SIZE, ServeConfig, Server};
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
@@ -30,15 +30,17 @@ cancels them: they answer \"interrupted\"), writes their receipts and exits 0. C
 every step, waits for their answers and exits 130. Logs go to stderr."
 )]
 pub struct ServeArgs {
-    /// Steps run at once, and workers in the pool (1–16) [default: CPUs].
-    #[arg(long, value_name = "N")]
-    pool_size: Option<usize>,
+    /// Steps run at once, and workers in the pool (1–16) [default: CPUs, at most 16]. A value
+    /// outside 1–16 is refused, never clamped.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=MAX_POOL_SIZE as u64))]
+    pool_size: Option<u64>,
     /// Requests accepted beyond those running; past it a request is refused `busy`.
     #[arg(long, value_name = "N", default_value_t = DEFAULT_QUEUE)]
     queue: usize,
-    /// The longest request line in bytes; a longer one gets -32600 and the server goes on.
-    #[arg(long, value_name = "BYTES", default_value_t = DEFAULT_MAX_REQUEST_BYTES)]
-    max_request_bytes: usize,
+    /// The longest request line in bytes (at least 1); a longer one gets -32600 and the server
+    /// goes on.
+    #[arg(long, value_name = "BYTES", default_value_t = DEFAULT_MAX_REQUEST_BYTES as u64, value_parser = clap::value_parser!(u64).range(1..))]
+    max_request_bytes: u64,
     #[command(flatten)]
     sign: crate::keys::SignArgs,
 }
@@ -51,11 +53,13 @@ pub fn run(engine: Option<&str>, args: ServeArgs) -> ExitCode {
         Ok(d) => d,
         Err(e) => return crate::exit::usage(&format!("cannot read the working directory: {e}")),
     };
+    let max_request_bytes = usize::try_from(args.max_request_bytes).unwrap_or(usize::MAX);
     let mut config = ServeConfig::new(cwd)
         .queue(args.queue)
-        .max_request_bytes(args.max_request_bytes);
+        .max_request_bytes(max_request_bytes);
     if let Some(n) = args.pool_size {
-        config = config.pool_size(n);
+        // In 1–16: clap checked the range.
+        config = config.pool_size(usize::try_from(n).unwrap_or(MAX_POOL_SIZE));
     }
     // Every step's receipt is signed when the server has a key, as for `runx skill`.
     let keys = match crate::keys::keys(&args.sign) {

@@ -947,3 +947,18 @@ fn steps_are_signed_with_the_servers_key_and_half_a_key_refuses_to_start() {
     assert_eq!(out.status.code(), Some(64));
     assert!(String::from_utf8_lossy(&out.stderr).contains("RUNX_RECEIPT_SIGN"));
 }
+
+/// Options out of range are refused with the usage exit, never clamped.
+#[test]
+fn pool_sizes_out_of_range_are_refused() {
+    let ws = tempfile::tempdir().unwrap();
+    for bad in ["0", "17", "99", "-1", "many"] {
+        let arg = format!("--pool-size={bad}");
+        let out = run_in(ws.path(), &["serve", &arg], &[]);
+        assert_eq!(out.status.code(), Some(64), "--pool-size {bad}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains("--pool-size"), "--pool-size {bad}: {err}");
+    }
+    let out = run_in(ws.path(), &["serve", "--max-request-bytes", "0"], &[]);
+    assert_eq!(out.status.code(), Some(64));
+}
