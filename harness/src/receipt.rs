@@ -51,7 +51,7 @@ pub struct CaseRecord {
     pub case: String,
     /// Whether it passed.
     pub passed: bool,
-    /// `sealed` or `failure`.
+    /// `sealed` or `failure`; `skipped` for a case this runtime does not run.
     pub run_status: String,
     /// The file name of the case's receipt, beside the harness receipt; `null` when the case
     /// never got as far as a run.

@@ -305,6 +305,8 @@ fn show_harness(doc: &Value) {
             "  {} {}/{}: {} {}",
             if case.get("passed") == Some(&Value::Bool(true)) {
                 "PASS"
+            } else if case.get("run_status").and_then(Value::as_str) == Some("skipped") {
+                "SKIP"
             } else {
                 "FAIL"
             },

@@ -783,3 +783,37 @@ fn receipt_file_names_cannot_forge_lines_of_verify_or_show() {
         "{shown}"
     );
 }
+
+/// A skipped case is shown `SKIP`, not `FAIL` (one real failure among 343 skipped cases showed
+/// as 344 FAIL lines).
+#[test]
+fn receipt_show_labels_skipped_cases_skip() {
+    let ws = tempfile::tempdir().unwrap();
+    let pkg = ws.path().join("p");
+    std::fs::create_dir_all(&pkg).unwrap();
+    std::fs::write(
+        pkg.join("X.yaml"),
+        "skill: p\nrun: { type: javascript, module: m.mjs, export: echo }\nharness:\n  cases:\n    - name: good\n      inputs: { items: [1] }\n      expect: { output: { exact: { items: [1] } } }\n",
+    )
+    .unwrap();
+    std::fs::write(pkg.join("m.mjs"), ECHO_MODULE).unwrap();
+    // A graph case: this runtime runs no graphs, so it is skipped.
+    std::fs::create_dir_all(pkg.join("fixtures")).unwrap();
+    std::fs::write(
+        pkg.join("fixtures/later.yaml"),
+        "name: later\nkind: graph\ntarget: ../X.yaml\nexpect: { status: sealed }\n",
+    )
+    .unwrap();
+    let (report, code) = json_in(ws.path(), &["harness", "p", "--receipt-dir", "hr"], &[]);
+    assert_eq!(code, 0, "{report}");
+    let receipt_path = ws.path().join(report["receipt"].as_str().unwrap());
+    let out = run_in(
+        ws.path(),
+        &["receipt", "show", receipt_path.to_str().unwrap()],
+        &[],
+    );
+    let text = stdout(&out);
+    assert!(text.contains("  PASS p/good: "), "{text}");
+    assert!(text.contains("  SKIP p/later: "), "{text}");
+    assert!(!text.contains("FAIL"), "{text}");
+}
