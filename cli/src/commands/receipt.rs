@@ -188,6 +188,37 @@ fn terminal_safe(s: &str) -> String {
         .collect()
 }
 
+/// A Unix time in milliseconds at `pointer`, as an RFC 3339 UTC time
+/// (`2026-12-01T12:31:45.159Z`), or `-`.
+fn utc_time(doc: &Value, pointer: &str) -> String {
+    match doc.pointer(pointer).and_then(Value::as_u64) {
+        Some(ms) => rfc3339_utc(ms),
+        None => "-".to_string(),
+    }
+}
+
+/// `ms` after the Unix epoch as `YYYY-MM-DDTHH:MM:SS.mmmZ`: days to a civil date by Howard
+/// Hinnant's `civil_from_days`, exact for every date after 1970.
+fn rfc3339_utc(ms: u64) -> String {
+    let (days, rest) = (ms / 86_400_000, ms % 86_400_000);
+    let (h, m, s, milli) = (
+        rest / 3_600_000,
+        rest / 60_000 % 60,
+        rest / 1000 % 60,
+        rest % 1000,
+    );
+    let z = days + 719_468;
+    let era = z / 146_097;
+    let doe = z % 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + u64::from(month <= 2);
+    format!("{year:04}-{month:02}-{day:02}T{h:02}:{m:02}:{s:02}.{milli:03}Z")
+}
+
 fn number(doc: &Value, pointer: &str) -> String {
     doc.pointer(pointer)
         .and_then(Value::as_u64)
@@ -221,10 +252,7 @@ fn show_run(doc: &Value) {
         None => outln!("engine     -"),
     }
     outln!("runx       {}", text(doc, "/runx_version"));
-    outln!(
-        "started    {} ms after the Unix epoch",
-        number(doc, "/started_at_ms")
-    );
+    outln!("started    {}", utc_time(doc, "/started_at_ms"));
     outln!("duration   {} ms", number(doc, "/duration_ms"));
     outln!("digests");
     for (label, field) in [
@@ -328,5 +356,19 @@ fn show_signature(doc: &Value) {
             text(s, "/public_key_sha256")
         ),
         None => outln!("signature  unsigned"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::rfc3339_utc;
+
+    #[test]
+    fn unix_milliseconds_print_as_utc_times() {
+        assert_eq!(rfc3339_utc(0), "1970-01-01T00:00:00.000Z");
+        assert_eq!(rfc3339_utc(951_782_400_000), "2000-02-29T00:00:00.000Z");
+        assert_eq!(rfc3339_utc(1_796_128_305_159), "2026-12-01T12:31:45.159Z");
+        assert_eq!(rfc3339_utc(4_107_542_399_999), "2100-02-28T23:59:59.999Z");
+        assert_eq!(rfc3339_utc(253_402_300_799_999), "9999-12-31T23:59:59.999Z");
     }
 }
