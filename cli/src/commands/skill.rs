@@ -164,13 +164,8 @@ fn report(o: &RunOutcome, as_json: bool) {
         }
         Err(e) => {
             errln!(
-                "runx: {} {} failed ({}/{}): {}",
-                if o.skill.is_empty() {
-                    "skill"
-                } else {
-                    &o.skill
-                },
-                o.runner,
+                "runx: {} failed ({}/{}): {}",
+                subject(&o.skill, &o.runner),
                 e.kind,
                 e.code,
                 e.message
@@ -179,5 +174,29 @@ fn report(o: &RunOutcome, as_json: bool) {
                 errln!("runx: receipt {p}");
             }
         }
+    }
+}
+
+/// What failed, as the message names it: `hello greet`, or `the skill` before a package was
+/// read (never an empty name and a double space).
+fn subject(skill: &str, runner: &str) -> String {
+    match (skill.is_empty(), runner.is_empty()) {
+        (true, true) => "the skill".to_string(),
+        (true, false) => format!("runner `{runner}`"),
+        (false, true) => skill.to_string(),
+        (false, false) => format!("{skill} {runner}"),
+    }
+}
+
+#[cfg(test)]
+mod subject_tests {
+    use super::subject;
+
+    #[test]
+    fn a_failure_names_what_it_knows() {
+        assert_eq!(subject("", ""), "the skill");
+        assert_eq!(subject("hello", ""), "hello");
+        assert_eq!(subject("", "greet"), "runner `greet`");
+        assert_eq!(subject("hello", "greet"), "hello greet");
     }
 }
