@@ -5,14 +5,16 @@
 //! ends the process through its out-of-memory handler. When the worker's data cap is reached
 //! instead (a single allocation may exceed the heap limit: V8 flattens a 256 MiB rope string
 //! in one piece, and `JSON.stringify` builds its text in a C++ buffer outside the heap), a C++
-//! allocation inside V8 fails and the process aborts without a word. A
-//! worker process then still answers the call it was running with the limit it ran into, so
-//! the host reports `resource_limit` instead of a crash; the failure discards the worker, which
-//! is gone a moment later. The answer is made when the call starts, since nothing can be
-//! allocated when it is needed, and written with one system call. An abort is answered this way
-//! only when the data cap is nearly used up (a probe mapping of [`ABORT_PROBE_BYTES`] fails):
-//! an abort for another reason stays a crash. An engine used in-process (tests, benchmarks) has
-//! no host to answer, and the process simply ends.
+//! allocation inside V8 fails and the process aborts without a word. A worker process then
+//! still answers the call it was running with the limit it ran into, so the host reports
+//! `resource_limit` instead of a crash; the failure discards the worker, which is gone a moment
+//! later. The answer is made when the call starts, since nothing can be allocated when it is
+//! needed, and written with one system call.
+//!
+//! In a V8 worker every abort during a call is answered this way, except one that V8's own
+//! fatal-error handler saw first (a failed `CHECK`: a bug, which stays a crash): the aborts
+//! left are a C++ or Rust allocation that failed. An engine used in-process (tests,
+//! benchmarks) has no host to answer, and the process simply ends.
 
 use crate::engine::ConsoleLog;
 use crate::wire::failure::Failure;
@@ -31,27 +33,37 @@ static ON_STDOUT: AtomicBool = AtomicBool::new(false);
 /// takes it.
 static RUNNING: AtomicPtr<Vec<u8>> = AtomicPtr::new(std::ptr::null_mut());
 
-/// A mapping of this size that cannot be made means the worker's memory cap is nearly
-/// reached: a quarter of the V8 worker's data cap. (`JSON.stringify` in V8 grows its text in a
-/// C++ buffer outside the heap, doubling it: the allocation that fails may be twice what the
-/// text holds, while what is left is still tens of MiB.)
-const ABORT_PROBE_BYTES: usize = 128 * 1024 * 1024;
+/// Set when V8 reported a fatal error (a failed `CHECK`) before ending the process: that abort
+/// is a crash, not the memory limit.
+static V8_FATAL: AtomicBool = AtomicBool::new(false);
 
-/// Declares that this process answers a host through frames on its stdout, and answers an
-/// abort caused by the data cap (see the module documentation).
-pub(crate) fn answer_on_stdout() {
+/// Declares that this process answers a host through frames on its stdout; with
+/// `answer_aborts`, an abort during a call is answered too (see the module documentation).
+pub(crate) fn answer_on_stdout(answer_aborts: bool) {
     ON_STDOUT.store(true, Ordering::SeqCst);
+    if !answer_aborts {
+        return;
+    }
     let action = SigAction::new(
         SigHandler::Handler(on_abort),
         SaFlags::SA_RESETHAND,
         SigSet::empty(),
     );
-    // SAFETY: `on_abort` only does what a signal handler may: atomics and the system calls
-    // `mmap`, `munmap` and `write`; it allocates, locks and frees nothing.
+    // SAFETY: `on_abort` only does what a signal handler may: atomics and `write`; it
+    // allocates, locks and frees nothing.
     #[allow(unsafe_code, reason = "installs a signal handler")]
     if let Err(e) = unsafe { sigaction(Signal::SIGABRT, &action) } {
         eprintln!("runx worker: cannot handle aborts ({e}); an abort will be reported as a crash");
     }
+}
+
+/// Records that V8 reported a fatal error: the abort that follows is a crash.
+#[cfg_attr(
+    not(feature = "v8"),
+    allow(dead_code, reason = "only the V8 engine reports fatal errors")
+)]
+pub(crate) fn v8_fatal_error() {
+    V8_FATAL.store(true, Ordering::SeqCst);
 }
 
 /// Records the call being run until the returned guard is dropped: its id, limits and the
@@ -131,35 +143,10 @@ pub fn answer_out_of_memory() -> bool {
     true
 }
 
-/// The SIGABRT handler: answers the running call when the data cap is nearly reached, then
+/// The SIGABRT handler: answers the running call unless V8 reported a fatal error first, then
 /// returns, and `abort` ends the process (the handler was reset to the default).
 extern "C" fn on_abort(_: libc::c_int) {
-    if data_cap_reached() {
+    if !V8_FATAL.load(Ordering::SeqCst) {
         answer_out_of_memory();
-    }
-}
-
-/// Whether a probe mapping of [`ABORT_PROBE_BYTES`] fails: private writable memory counts
-/// against the data cap, and the probe is never touched.
-fn data_cap_reached() -> bool {
-    // SAFETY: maps fresh anonymous memory nothing else refers to, and unmaps it at once.
-    #[allow(
-        unsafe_code,
-        reason = "mmap(2) and munmap(2), which a signal handler may call"
-    )]
-    unsafe {
-        let probe = libc::mmap(
-            std::ptr::null_mut(),
-            ABORT_PROBE_BYTES,
-            libc::PROT_READ | libc::PROT_WRITE,
-            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
-            -1,
-            0,
-        );
-        if probe == libc::MAP_FAILED {
-            return true;
-        }
-        libc::munmap(probe, ABORT_PROBE_BYTES);
-        false
     }
 }

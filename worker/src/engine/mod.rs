@@ -122,6 +122,12 @@ impl ConsoleLog {
         }
     }
 
+    /// Counts a line of `len` bytes that does not fit as dropped, without its text (an engine
+    /// that knows a line's length before converting it).
+    pub fn drop_line(&mut self, len: usize) {
+        self.dropped_bytes += len as u64 + 1;
+    }
+
     /// Appends the lines of `other` (another call of the same run) under one `bound` for both,
     /// and adds up what each dropped.
     pub fn absorb(&mut self, other: ConsoleLog, bound: usize) {

@@ -39,8 +39,6 @@
   const dateGetTime = DateProto.getTime;
   const dateToTimeString = DateProto.toTimeString;
   const dateToDateString = DateProto.toDateString;
-  const setUTCFullYear = DateProto.setUTCFullYear;
-  const setUTCHours = DateProto.setUTCHours;
   const numberToString = Number.prototype.toString;
   const bigintToString = BigInt.prototype.toString;
   const bigintValueOf = BigInt.prototype.valueOf;
@@ -66,6 +64,8 @@
   const bufferTransfer = BufferProto.transfer;
   const bufferResizable = getOwnPropertyDescriptor(BufferProto, "resizable").get;
   const bufferLength = getOwnPropertyDescriptor(BufferProto, "byteLength").get;
+  const bufferMaxLength = getOwnPropertyDescriptor(BufferProto, "maxByteLength").get;
+  const MAX_BUFFER = 2147483647;
   const functionToString = Function.prototype.toString;
   const WeakMapRef = WeakMap;
   const weakGet = WeakMap.prototype.get;
@@ -106,7 +106,16 @@
     if (new.target === undefined) {
       throw new TypeErrorRef("Constructor ArrayBuffer requires 'new'");
     }
+    // One answer for a length either engine cannot hold (V8 took up to 2^53 of address space
+    // to reserve, QuickJS refused past 2^31 - 1): a RangeError on both. Only a number is
+    // checked here, so that a `valueOf` still runs once, in the engine.
+    if (typeof length === "number" && length > MAX_BUFFER) {
+      throw new RangeErrorRef("Array buffer allocation failed");
+    }
     const buffer = construct(BufferRef, arguments, new.target);
+    if (apply(bufferResizable, buffer, []) && apply(bufferMaxLength, buffer, []) > MAX_BUFFER) {
+      throw new RangeErrorRef("Invalid array buffer max length");
+    }
     charge(buffer);
     return buffer;
   }
@@ -122,7 +131,14 @@
         throw e;
       }
     },
-    transfer(newLength) {
+    transfer() {
+      // Past a resizable buffer's maximum: a RangeError on both engines (QuickJS threw a
+      // TypeError).
+      const newLength = arguments.length > 0 ? arguments[0] : undefined;
+      if (typeof newLength === "number" && apply(bufferResizable, this, []) &&
+          newLength > apply(bufferMaxLength, this, [])) {
+        throw new RangeErrorRef("ArrayBuffer.prototype.transfer: Invalid length parameter");
+      }
       const moved = apply(bufferTransfer, this, arguments);
       charge(moved);
       return moved;
@@ -259,7 +275,10 @@
     m = apply(regexpExec, TO_STRING, [text]);
     if (m !== null) {
       const zone = m[7];
-      const offset = (+apply(slice, zone, [1, 3]) * 60 + +apply(slice, zone, [3, 5])) * (zone[0] === "-" ? -1 : 1);
+      const oh = +apply(slice, zone, [1, 3]);
+      const om = +apply(slice, zone, [3, 5]);
+      if (oh > 23 || om > 59) return NaN;
+      const offset = (oh * 60 + om) * (zone[0] === "-" ? -1 : 1);
       return timeOf(+m[3], apply(indexOf, MONTHS, [m[1]]) / 3 + 1, +m[2], +m[4], +m[5], +m[6], 0, offset);
     }
     m = apply(regexpExec, TO_UTC_STRING, [text]);
@@ -268,17 +287,23 @@
     }
     return NaN;
   }
-  // The time value of a checked date and time at a UTC offset in minutes, or NaN.
+  // The time value of a checked date and time at a UTC offset in minutes, or NaN: the local
+  // time first, then the offset, then the range (as MakeDate, UTC and TimeClip do), in exact
+  // integer arithmetic (days from the civil date by Howard Hinnant's `days_from_civil`).
   function timeOf(year, month, day, hour, minute, second, ms, offset) {
     const days = [31, (year % 4 === 0 && year % 100 !== 0) || year % 400 === 0 ? 29 : 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31];
     if (month < 1 || month > 12 || day < 1 || day > days[month - 1] || minute > 59 || second > 59) return NaN;
     if (hour > 24 || (hour === 24 && (minute !== 0 || second !== 0 || ms !== 0))) return NaN;
-    const date = new RealDate(0);
-    apply(setUTCFullYear, date, [year, month - 1, day]);
-    apply(setUTCHours, date, [hour, minute - offset, second, ms]);
-    return apply(dateGetTime, date, []);
+    const y = month <= 2 ? year - 1 : year;
+    const era = floor(y / 400);
+    const yoe = y - era * 400;
+    const doy = floor((153 * (month > 2 ? month - 3 : month + 9) + 2) / 5) + day - 1;
+    const doe = yoe * 365 + floor(yoe / 4) - floor(yoe / 100) + doy;
+    const epochDays = era * 146097 + doe - 719468;
+    const t = epochDays * 86400000 + ((hour * 60 + minute - offset) * 60 + second) * 1000 + ms;
+    return t > 8.64e15 || t < -8.64e15 ? NaN : t;
   }
-  const parse = { parse(text) { return parseDate(StringRef(text)); } }.parse;
+  const parse = { parse(text) { return parseDate(`${text}`); } }.parse;
   // `toString`'s text without a time zone name after the offset.
   function dateText(text) {
     const open = apply(indexOf, text, [" ("]);
@@ -302,7 +327,7 @@
   }
   apply(weakSet, natives, [parse, "parse"]);
 
-  const now = function now() { return 0; };
+  const now = { now() { return 0; } }.now;
   for (const [key, value] of [["now", now], ["parse", parse], ["UTC", RealDate.UTC]]) {
     defineProperty(FixedDate, key, {
       value, writable: true, configurable: true, enumerable: false,
@@ -390,8 +415,8 @@
       if (this === undefined || this === null) {
         throw new TypeErrorRef("String.prototype.localeCompare called on null or undefined");
       }
-      const a = apply(normalize, StringRef(this), ["NFC"]);
-      const b = apply(normalize, StringRef(that), ["NFC"]);
+      const a = apply(normalize, `${this}`, ["NFC"]);
+      const b = apply(normalize, `${that}`, ["NFC"]);
       return a < b ? -1 : a > b ? 1 : 0;
     },
   };
@@ -424,10 +449,15 @@
   // No structured stack traces: a `prepareStackTrace` hook would hand module code the function
   // of every frame on the stack (QuickJS hands out even strict ones), whatever it is. The hook
   // stays assignable, so code that sets it still runs, and `stack` stays the usual string.
+  const stackHook = {
+    get prepareStackTrace() { return undefined; },
+    set prepareStackTrace(_) { /* ignored */ },
+  };
+  const hook = getOwnPropertyDescriptor(stackHook, "prepareStackTrace");
+  apply(weakSet, natives, [hook.get, "get prepareStackTrace"]);
+  apply(weakSet, natives, [hook.set, "set prepareStackTrace"]);
   defineProperty(ErrorRef, "prepareStackTrace", {
-    get: function prepareStackTrace() { return undefined; },
-    set: function prepareStackTrace(_) { /* ignored */ },
-    configurable: false, enumerable: false,
+    get: hook.get, set: hook.set, configurable: false, enumerable: false,
   });
 
   // Math: where the engine's own functions differ from the shared ones (`engine/math.rs`), the
@@ -440,11 +470,13 @@
     }
   }
 
-  const random = function random() {
-    throw new TypeErrorRef(
-      "Math.random() is unavailable in deterministic modules: derive values from the inputs instead"
-    );
-  };
+  const random = {
+    random() {
+      throw new TypeErrorRef(
+        "Math.random() is unavailable in deterministic modules: derive values from the inputs instead"
+      );
+    },
+  }.random;
   apply(weakSet, natives, [random, "random"]);
   defineProperty(Math, "random", {
     value: random, writable: true, configurable: true, enumerable: false,
@@ -478,6 +510,10 @@
     log: writer("log"), info: writer("info"), warn: writer("warn"),
     error: writer("error"), debug: writer("debug"),
   };
+  for (const level of ownKeys(console)) {
+    defineProperty(console[level], "name", { value: level });
+    apply(weakSet, natives, [console[level], level]);
+  }
   defineProperty(g, "console", {
     value: console, writable: true, configurable: true, enumerable: false,
   });

@@ -496,9 +496,11 @@ impl<'p> Session<'p> {
         if self.interrupted.get() {
             return Failure::exceeded(Limit::WallMilliseconds, &self.limits);
         }
+        // As the V8 engine reads its texts: running out of memory or a string past the
+        // engine's longest; an invalid array length is an argument error.
         if text.contains("out of memory")
             || text.contains("string too long")
-            || text.contains("invalid array length")
+            || text.contains("invalid string length")
         {
             return Failure::exceeded(Limit::HeapBytes, &self.limits);
         }

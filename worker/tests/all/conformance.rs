@@ -1071,6 +1071,84 @@ pub fn an_input_too_large_for_the_heap_is_the_heap_limit(e: &mut dyn Engine) {
     }
 }
 
+/// What the prelude puts in place of intrinsics behaves alike on both engines and as the
+/// specification asks, down to the errors (found by attacking it).
+pub fn prelude_replacements_behave_alike(e: &mut dyn Engine) {
+    let out = output(run(
+        e,
+        r#"const t = (f) => { try { return f(); } catch (e) { return e.name; } };
+export default () => ({
+  max: t(() => new ArrayBuffer(0, { maxByteLength: 2 ** 31 }).maxByteLength),
+  huge: t(() => new ArrayBuffer(2 ** 31).byteLength),
+  transfer: t(() => new ArrayBuffer(8, { maxByteLength: 16 }).transfer(32)),
+  transferLength: ArrayBuffer.prototype.transfer.length,
+  typedNegative: t(() => new Uint8Array(-1)),
+  nowNew: t(() => new Date.now()),
+  nowPrototype: Object.hasOwn(Date.now, "prototype") || Object.hasOwn(Math.random, "prototype"),
+  native: [console.log, Object.getOwnPropertyDescriptor(Error, "prepareStackTrace").get, Date.now, Math.random]
+    .every((f) => /native code/.test(Function.prototype.toString.call(f))),
+  logName: console.log.name,
+  edge: Date.parse("-271821-04-19T23:00:00-01:00"),
+  badOffset: Date.parse("Tue Nov 14 2023 22:13:20 GMT+0099"),
+  parseSymbol: t(() => Date.parse(Symbol())),
+  compareSymbol: t(() => "a".localeCompare(Symbol())),
+})"#,
+        json!({}),
+    ));
+    assert_eq!(
+        out,
+        json!({
+            "max": "RangeError",
+            "huge": "RangeError",
+            "transfer": "RangeError",
+            "transferLength": 0,
+            "typedNegative": "RangeError",
+            "nowNew": "TypeError",
+            "nowPrototype": false,
+            "native": true,
+            "logName": "log",
+            "edge": -8_640_000_000_000_000i64,
+            "badOffset": null,
+            "parseSymbol": "TypeError",
+            "compareSymbol": "TypeError",
+        })
+    );
+    // An argument error thrown out of the module is the module's failure, not a limit.
+    let f = failure(run(
+        e,
+        "export default () => new Uint8Array(-1);",
+        json!({}),
+    ));
+    assert_eq!(f.code, FailureCode::ExecutionFailed, "{f}");
+}
+
+/// Console lines and outputs far past their bounds end the call with a limit or are counted,
+/// never lose the worker: a 256 MiB line, 300 MiB of lines made from one string, and an output
+/// of 300 references to a 1 MiB boxed String (whose text no count can see beforehand).
+pub fn giant_logs_and_outputs_never_lose_the_worker(e: &mut dyn Engine) {
+    let pool = engine_pool(e);
+    for source in [
+        "export default () => { console.log('x'.repeat(2 ** 28)); return { ok: 1 }; };",
+        "export default () => { console.log(Array(300).fill('x'.repeat(2 ** 20))); return { ok: 1 }; };",
+        "export default () => { const s = new String('x'.repeat(2 ** 20)); return { a: Array(300).fill(s) }; };",
+        "export default () => { const big = 'y'.repeat(2 ** 24); const s = new String(''); s.toString = () => big; return { a: Array(40).fill(s) }; };",
+    ] {
+        let mut call = Call::new(single(source), None, b"{}".to_vec());
+        call.limits = Limits::default().with_wall(Limits::MAX_WALL);
+        match pool.call(&call) {
+            Ok(out) => assert_eq!(
+                serde_json::from_slice::<Value>(&out.output).unwrap(),
+                json!({"ok": 1}),
+                "{source}"
+            ),
+            Err(err) => {
+                let f = err.failure;
+                assert_eq!(f.code, FailureCode::ResourceLimit, "{source}: {f}");
+            }
+        }
+    }
+}
+
 /// Narrowed heap and stack limits apply, and the next call with the default limits gets the
 /// default limits back.
 pub fn narrowed_limits_apply(e: &mut dyn Engine) {
@@ -1456,6 +1534,8 @@ macro_rules! engine_suite {
             case!(resizable_buffers_count_against_the_heap);
             case!(oversized_outputs_are_typed);
             case!(an_input_too_large_for_the_heap_is_the_heap_limit);
+            case!(prelude_replacements_behave_alike);
+            case!(giant_logs_and_outputs_never_lose_the_worker);
             case!(narrowed_limits_apply);
             case!(promises_settle_or_fail_clearly);
             case!(outputs_follow_json_stringify);

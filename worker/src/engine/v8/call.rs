@@ -358,7 +358,18 @@ fn console_sink(
         return;
     };
     let level = args.get(0).to_rust_string_lossy(scope);
-    let text = args.get(1).to_rust_string_lossy(scope);
+    // A line longer than what is left of the bound is only counted: its text never crosses
+    // into Rust (a 256 MiB string would need 512 MiB here, past the worker's data cap).
+    let text = args.get(1);
+    if let Ok(text) = v8::Local::<v8::String>::try_from(text) {
+        let len = text.utf8_length(scope);
+        let remaining = state.log.borrow().remaining(state.log_bound);
+        if len >= remaining {
+            state.log.borrow_mut().drop_line(len);
+            return;
+        }
+    }
+    let text = text.to_rust_string_lossy(scope);
     state.log.borrow_mut().push(&level, &text, state.log_bound);
 }
 

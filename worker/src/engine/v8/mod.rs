@@ -122,6 +122,7 @@ static PLATFORM: OnceLock<v8::SharedRef<v8::Platform>> = OnceLock::new();
 fn platform() -> &'static v8::SharedRef<v8::Platform> {
     PLATFORM.get_or_init(|| {
         v8::V8::set_flags_from_string(FLAGS);
+        v8::V8::set_fatal_error_handler(v8_fatal_error);
         let threads = std::thread::available_parallelism()
             .map_or(1, |n| n.get() as u32)
             .min(PLATFORM_THREADS);
@@ -356,6 +357,13 @@ extern "C" fn near_heap_limit(data: *mut c_void, current: usize, _initial: usize
     // Room to unwind the terminated call, which takes little; kept small so that a builtin
     // ignoring the termination reaches the second approach soon.
     current.saturating_add(guard.headroom)
+}
+
+/// What V8 calls on a fatal error (a failed `CHECK`) before it ends the process: the abort
+/// that follows is a crash, not a memory limit (see `engine::fatal`).
+fn v8_fatal_error(file: &str, line: i32, message: &str) {
+    crate::engine::fatal::v8_fatal_error();
+    eprintln!("runx worker: V8 fatal error at {file}:{line}: {message}");
 }
 
 /// What V8 calls when it cannot allocate (its heap exhausted inside a builtin that ignores

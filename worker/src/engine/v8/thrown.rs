@@ -10,10 +10,11 @@ use rusty_v8 as v8;
 pub(super) fn classify(state: &CallState, code: FailureCode, text: &str) -> Failure {
     let limits = &state.limits;
     let lower = text.to_ascii_lowercase();
+    // The same texts as the QuickJS engine's, for the same limits: running out of memory, a
+    // string past the engine's longest, a buffer past the budget. An invalid array or typed
+    // array length is an argument error, as on QuickJS.
     if lower.contains("out of memory")
         || lower.contains("invalid string length")
-        || lower.contains("invalid array length")
-        || lower.contains("invalid typed array length")
         || lower.contains("array buffer allocation failed")
     {
         return Failure::exceeded(Limit::HeapBytes, limits);
