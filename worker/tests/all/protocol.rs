@@ -268,6 +268,102 @@ impl Engine for Stub {
     }
 }
 
+/// An engine that records, for each call, whether the worker let it continue on what the call
+/// before it built, and each time the worker told it it was idle.
+#[derive(Default)]
+struct Recorder {
+    events: Vec<String>,
+}
+
+impl Engine for Recorder {
+    fn name(&self) -> &'static str {
+        "recorder"
+    }
+
+    fn memory_cap(&self) -> MemoryCap {
+        MemoryCap::AddressSpace(1 << 30)
+    }
+
+    fn call(&mut self, call: &EngineCall<'_>) -> Result<EngineOutput, (Failure, ConsoleLog)> {
+        self.events
+            .push(format!("call continues={}", call.continues));
+        Ok(EngineOutput {
+            output: br#"{"ok":true}"#.to_vec(),
+            log: ConsoleLog::default(),
+        })
+    }
+
+    fn idle(&mut self) {
+        self.events.push("idle".to_string());
+    }
+}
+
+/// Only the next page of the run the worker's last call belonged to continues on what that
+/// call built (V8 keeps its isolate for it); a page of another run, a call without a page and
+/// a page after one of them start clean, and the worker prepares the clean start while idle.
+#[test]
+fn only_the_next_page_of_the_same_run_continues() {
+    let bundle = ModuleBundle::from_sources("main.mjs", [("main.mjs", "")]);
+    let frame = |call_id: u64, run: Option<u64>| {
+        let page = run.map(|run| PageLayout {
+            meta_len: 2,
+            record_count: 1,
+            blob_len: 1,
+            range: None,
+            keep_state: false,
+            state_from: None,
+            run: Some(run),
+        });
+        let header = Header::new(
+            call_id,
+            Message::Invoke {
+                bundle_digest: bundle.digest(),
+                bundle: Some(bundle.clone()),
+                export: None,
+                environment: Default::default(),
+                limits: Limits::default(),
+                input_len: 2,
+                page,
+            },
+        );
+        let mut tail = b"{}".to_vec();
+        if run.is_some() {
+            tail.extend_from_slice(b"{}");
+            tail.extend_from_slice(&1u32.to_le_bytes());
+            tail.extend_from_slice(b"1");
+        }
+        let mut out = Vec::new();
+        write_frame(&mut out, &header.to_bytes(), &[&tail]).unwrap();
+        out
+    };
+    let mut input = Vec::new();
+    for (id, run) in [
+        (1, Some(7)),
+        (2, Some(7)),
+        (3, Some(8)),
+        (4, None),
+        (5, Some(8)),
+        (6, Some(8)),
+    ] {
+        input.extend(frame(id, run));
+    }
+    let mut engine = Recorder::default();
+    let mut out = Vec::new();
+    run_session(&mut engine, &input[..], &mut out).unwrap();
+    assert_eq!(
+        engine.events,
+        [
+            "call continues=false",
+            "call continues=true",
+            "call continues=false",
+            "call continues=false",
+            "idle",
+            "call continues=false",
+            "call continues=true",
+        ]
+    );
+}
+
 /// Serves `input` (whole frames) in-process with the stub engine; returns the reply headers.
 fn serve_stub(input: &[u8]) -> Vec<Value> {
     let mut out = Vec::new();
