@@ -26,7 +26,6 @@
   const charCodeAt = String.prototype.charCodeAt;
   const slice = String.prototype.slice;
   const indexOf = String.prototype.indexOf;
-  const replace = String.prototype.replace;
   const MapRef = Map;
   const mapGet = Map.prototype.get;
   const mapSet = Map.prototype.set;
@@ -167,7 +166,10 @@
     toString() {
       const name = apply(weakGet, natives, [this]);
       if (name === undefined) return apply(functionToString, this, arguments);
-      return apply(replace, nativeText, ["ArrayBuffer", name]);
+      // Spliced by position: `replace` would look up `String.prototype[Symbol.replace]`, which
+      // module code may have set.
+      const at = apply(indexOf, nativeText, ["ArrayBuffer"]);
+      return apply(slice, nativeText, [0, at]) + name + apply(slice, nativeText, [at + 11]);
     },
   };
   apply(weakSet, natives, [ArrayBuffer, "ArrayBuffer"]);
