@@ -19,7 +19,36 @@
 //! The functions that are exact by specification (`abs`, `floor`, `sqrt`, `fround`, …) are the
 //! engines' own.
 
-/// The `Math` functions replaced, with their `length`.
+/// How a replaced `Math` function reads its arguments, with its implementation.
+#[derive(Clone, Copy)]
+#[cfg_attr(
+    not(feature = "v8"),
+    allow(dead_code, reason = "only the V8 engine calls the functions by name")
+)]
+pub(crate) enum Arity {
+    /// The first argument (`NaN` when absent); `length` 1.
+    One(fn(f64) -> f64),
+    /// The first two arguments (`NaN` when absent); `length` 2.
+    Two(fn(f64, f64) -> f64),
+    /// Every argument; `length` 2 (`hypot`).
+    Any(fn(&[f64]) -> f64),
+}
+
+impl Arity {
+    /// The function's `length` property.
+    #[cfg_attr(
+        not(feature = "v8"),
+        allow(dead_code, reason = "only the V8 engine makes the functions")
+    )]
+    pub(crate) fn length(self) -> i32 {
+        match self {
+            Arity::One(_) => 1,
+            Arity::Two(_) | Arity::Any(_) => 2,
+        }
+    }
+}
+
+/// The `Math` functions replaced, by name.
 #[cfg_attr(
     not(feature = "v8"),
     allow(
@@ -27,75 +56,44 @@
         reason = "only the V8 engine replaces the functions by name"
     )
 )]
-pub(crate) const FUNCTIONS: [(&str, i32); 22] = [
-    ("acos", 1),
-    ("acosh", 1),
-    ("asin", 1),
-    ("asinh", 1),
-    ("atan", 1),
-    ("atanh", 1),
-    ("atan2", 2),
-    ("cbrt", 1),
-    ("cos", 1),
-    ("cosh", 1),
-    ("exp", 1),
-    ("expm1", 1),
-    ("hypot", 2),
-    ("log", 1),
-    ("log1p", 1),
-    ("log10", 1),
-    ("log2", 1),
-    ("pow", 2),
-    ("sin", 1),
-    ("sinh", 1),
-    ("tan", 1),
-    ("tanh", 1),
+pub(crate) const FUNCTIONS: [(&str, Arity); 22] = [
+    ("acos", Arity::One(libm::acos)),
+    ("acosh", Arity::One(libm::acosh)),
+    ("asin", Arity::One(libm::asin)),
+    ("asinh", Arity::One(libm::asinh)),
+    ("atan", Arity::One(libm::atan)),
+    ("atanh", Arity::One(libm::atanh)),
+    ("atan2", Arity::Two(libm::atan2)),
+    ("cbrt", Arity::One(libm::cbrt)),
+    ("cos", Arity::One(libm::cos)),
+    ("cosh", Arity::One(libm::cosh)),
+    ("exp", Arity::One(libm::exp)),
+    ("expm1", Arity::One(libm::expm1)),
+    ("hypot", Arity::Any(hypot)),
+    ("log", Arity::One(libm::log)),
+    ("log1p", Arity::One(libm::log1p)),
+    ("log10", Arity::One(libm::log10)),
+    ("log2", Arity::One(libm::log2)),
+    ("pow", Arity::Two(pow)),
+    ("sin", Arity::One(libm::sin)),
+    ("sinh", Arity::One(libm::sinh)),
+    ("tan", Arity::One(libm::tan)),
+    ("tanh", Arity::One(libm::tanh)),
 ];
 
-/// `Math[name]` of the arguments, already converted to numbers; `None` for a name outside
-/// [`FUNCTIONS`]. `hypot` takes any number of arguments, as QuickJS computes it: the absolute
-/// value of one, `hypot` folded over more, 0 for none.
-#[cfg_attr(
-    not(feature = "v8"),
-    allow(dead_code, reason = "only the V8 engine calls the functions by name")
-)]
-pub(crate) fn call(name: &str, args: &[f64]) -> Option<f64> {
-    let x = args.first().copied().unwrap_or(f64::NAN);
-    let y = args.get(1).copied().unwrap_or(f64::NAN);
-    Some(canonical(match name {
-        "acos" => libm::acos(x),
-        "acosh" => libm::acosh(x),
-        "asin" => libm::asin(x),
-        "asinh" => libm::asinh(x),
-        "atan" => libm::atan(x),
-        "atanh" => libm::atanh(x),
-        "atan2" => libm::atan2(x, y),
-        "cbrt" => libm::cbrt(x),
-        "cos" => libm::cos(x),
-        "cosh" => libm::cosh(x),
-        "exp" => libm::exp(x),
-        "expm1" => libm::expm1(x),
-        "hypot" => match args {
-            [] => 0.0,
-            [one] => one.abs(),
-            [first, rest @ ..] => rest.iter().fold(*first, |r, a| libm::hypot(r, *a)),
-        },
-        "log" => libm::log(x),
-        "log1p" => libm::log1p(x),
-        "log10" => libm::log10(x),
-        "log2" => libm::log2(x),
-        "pow" => pow(x, y),
-        "sin" => libm::sin(x),
-        "sinh" => libm::sinh(x),
-        "tan" => libm::tan(x),
-        "tanh" => libm::tanh(x),
-        _ => return None,
-    }))
+/// `Math.hypot` as QuickJS computes it: the absolute value of one argument, `hypot` folded over
+/// more, 0 for none.
+fn hypot(args: &[f64]) -> f64 {
+    match args {
+        [] => 0.0,
+        [one] => one.abs(),
+        [first, rest @ ..] => rest.iter().fold(*first, |r, a| libm::hypot(r, *a)),
+    }
 }
 
 /// One NaN for every NaN result: the quiet NaN without sign that V8 writes, not the negative
 /// one an x86 invalid operation makes.
-fn canonical(x: f64) -> f64 {
+pub(crate) fn canonical(x: f64) -> f64 {
     if x.is_nan() { f64::NAN } else { x }
 }
 
@@ -135,6 +133,17 @@ mod c_names {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `Math[name]` of `args`, as the V8 engine reads them.
+    fn call(name: &str, args: &[f64]) -> Option<f64> {
+        let arg = |i: usize| args.get(i).copied().unwrap_or(f64::NAN);
+        let (_, arity) = FUNCTIONS.iter().find(|(n, _)| *n == name)?;
+        Some(canonical(match arity {
+            Arity::One(f) => f(arg(0)),
+            Arity::Two(f) => f(arg(0), arg(1)),
+            Arity::Any(f) => f(args),
+        }))
+    }
 
     #[test]
     fn every_function_has_an_implementation() {
