@@ -322,7 +322,7 @@ fn exact(text: &str, value: &Value, source: &str) -> Result<(), InputsError> {
     if runx_profile::unsafe_integer(value).is_some() {
         return Ok(());
     }
-    match runx_profile::unsafe_integer_in(text.as_bytes(), value) {
+    match runx_profile::long_integer_in(text.as_bytes(), value) {
         Some((at, literal)) => Err(InputsError::UnsafeInteger {
             source_name: source.to_string(),
             at,

@@ -78,7 +78,7 @@ pub use model::{
     JsRunner, OtherRunner, PROFILE_FILE, PagesDecl, PathScope, Profile, ProfileError,
     RESERVED_PAGE_INPUT, RetryDecl, RetryOn, Runner, RunnerKind, RunnerType,
 };
-pub use numbers::{MAX_SAFE_INTEGER, unsafe_integer, unsafe_integer_in, unsafe_integer_in_map};
+pub use numbers::{MAX_SAFE_INTEGER, long_integer_in, long_integer_in_map, unsafe_integer};
 pub use packet::{PACKET_ID_KEY, PacketRef};
 pub use parse::{load, parse, read_text};
 pub use template::{Piece, pieces};

@@ -542,7 +542,7 @@ fn refuse_long_integers(inputs: &Inputs, parsed: &Map<String, Value>) -> Result<
     {
         return Ok(());
     }
-    match runx_profile::unsafe_integer_in_map(text.as_bytes(), parsed) {
+    match runx_profile::long_integer_in_map(text.as_bytes(), parsed) {
         None => Ok(()),
         Some((at, literal)) => Err(RpcError::new(
             ErrorCode::InvalidParams,

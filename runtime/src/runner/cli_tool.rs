@@ -238,7 +238,7 @@ fn conclude(
     // in the value: it is looked for in the JSON text (64-bit ones are refused there, by place).
     if json
         && runx_profile::unsafe_integer(&output).is_none()
-        && let Some((at, value)) = runx_profile::unsafe_integer_in(&outcome.stdout.kept, &output)
+        && let Some((at, value)) = runx_profile::long_integer_in(&outcome.stdout.kept, &output)
     {
         return Err(runx_profile::OutputError::UnsafeInteger { at, value }.into());
     }
