@@ -25,7 +25,8 @@ use nix::sys::signal::{SaFlags, SigAction, SigHandler, SigSet, Signal, sigaction
 use runx_rules::{Limit, Limits};
 use std::sync::atomic::{AtomicBool, AtomicPtr, Ordering};
 
-/// Whether this process is a worker whose stdout carries frames to a host.
+/// Whether this process is a worker whose stdout carries frames to a host and whose engine may
+/// end the process: the only case where a call's answer is made ahead.
 static ON_STDOUT: AtomicBool = AtomicBool::new(false);
 
 /// The answer to the call the worker is running, if any: a leaked `Box<Vec<u8>>` holding the
@@ -37,13 +38,14 @@ static RUNNING: AtomicPtr<Vec<u8>> = AtomicPtr::new(std::ptr::null_mut());
 /// is a crash, not the memory limit.
 static V8_FATAL: AtomicBool = AtomicBool::new(false);
 
-/// Declares that this process answers a host through frames on its stdout; with
-/// `answer_aborts`, an abort during a call is answered too (see the module documentation).
-pub(crate) fn answer_on_stdout(answer_aborts: bool) {
-    ON_STDOUT.store(true, Ordering::SeqCst);
-    if !answer_aborts {
+/// Declares that this process answers a host through frames on its stdout, and whether its
+/// engine may end the process (V8): only then is each call's answer made ahead, and an abort
+/// during a call answered (see the module documentation).
+pub(crate) fn answer_on_stdout(engine_ends_process: bool) {
+    if !engine_ends_process {
         return;
     }
+    ON_STDOUT.store(true, Ordering::SeqCst);
     let action = SigAction::new(
         SigHandler::Handler(on_abort),
         SaFlags::SA_RESETHAND,

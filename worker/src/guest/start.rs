@@ -98,7 +98,8 @@ fn confine_and_serve(name: &str, options: SandboxOptions) -> Result<(), WorkerEr
     // an engine starts no thread and touches no environment.
     let memory = engine_by_name(name)?.memory_cap();
     crate::guest::sandbox::enter(memory, name, options)?;
-    // Only V8 ends the process when memory runs out; QuickJS fails the allocation softly.
+    // Only V8 ends the process when memory runs out; QuickJS fails the allocation softly, so
+    // its workers make no answer ahead of each call.
     crate::engine::fatal::answer_on_stdout(name == "v8");
     watch_host();
     let descriptors = crate::host::descriptor::inherited();
