@@ -26,15 +26,19 @@ use std::sync::OnceLock;
 /// `CAP_SYS_ADMIN` (linux/capability.h).
 const CAP_SYS_ADMIN: u64 = 21;
 
-/// Whether this process holds `CAP_SYS_ADMIN` (in `CapEff` of `/proc/self/status`).
+/// Whether this process holds `CAP_SYS_ADMIN` (in `CapEff` of `/proc/self/status`), read once:
+/// every cli-tool run asks.
 pub(super) fn has_sys_admin() -> bool {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|status| {
-            let line = status.lines().find(|l| l.starts_with("CapEff:"))?;
-            u64::from_str_radix(line.trim_start_matches("CapEff:").trim(), 16).ok()
-        })
-        .is_some_and(|caps| caps & (1 << CAP_SYS_ADMIN) != 0)
+    static HAS: OnceLock<bool> = OnceLock::new();
+    *HAS.get_or_init(|| {
+        std::fs::read_to_string("/proc/self/status")
+            .ok()
+            .and_then(|status| {
+                let line = status.lines().find(|l| l.starts_with("CapEff:"))?;
+                u64::from_str_radix(line.trim_start_matches("CapEff:").trim(), 16).ok()
+            })
+            .is_some_and(|caps| caps & (1 << CAP_SYS_ADMIN) != 0)
+    })
 }
 
 /// The mount points of every cgroup hierarchy (`cgroup` and `cgroup2` in
