@@ -223,7 +223,7 @@ export function echo(inputs, { environment }) {
 export function readData(inputs) { return { ok: true }; }
 "#;
 
-const PROFILE: &str = "skill: echo\nrunners:\n  echo:\n    default: true\n    type: javascript\n    module: m.mjs\n    export: echo\n    environment: { optional: [LEAKY, PATH, HOME, GIVEN] }\n";
+const PROFILE: &str = "skill: echo\nrunners:\n  echo:\n    default: true\n    type: javascript\n    module: m.mjs\n    export: echo\n    environment: { optional: [LEAKY, PATH, HOME, GIVEN] }\n    inputs: { items: array }\n";
 
 fn run(dir: &Path) -> Report {
     let suites = discover(&[dir.to_path_buf()]).expect("discover");
@@ -337,7 +337,7 @@ fn malformed_fixtures_name_file_and_line() {
         &format!("{PROFILE}harness:\n  cases:\n    - name: a\n      inputz: {{}}\n"),
         &[("m.mjs", ECHO)],
     );
-    assert!(broken(pkg.path()).message.contains("X.yaml:12:"));
+    assert!(broken(pkg.path()).message.contains("X.yaml:13:"));
 
     let pkg = package(PROFILE, &[("fixtures/broken.yaml", "cases: [\n")]);
     assert!(

@@ -83,6 +83,16 @@ pub enum InputError {
         /// What is wrong.
         problem: String,
     },
+    /// An input the runner neither declares nor names in an argument template.
+    #[error("{}", undeclared_message(runner, key, declared))]
+    Undeclared {
+        /// The runner.
+        runner: String,
+        /// The input given.
+        key: String,
+        /// The names the runner takes, sorted.
+        declared: Vec<String>,
+    },
     /// An input holds an integer a JSON number does not carry exactly.
     #[error(
         "input `{key}` holds the integer {value}{}, beyond ±{MAX_SAFE_INTEGER} (2^53 - 1), which a JSON number does not carry exactly; pass it as a string",
@@ -96,6 +106,21 @@ pub enum InputError {
         /// The integer as given.
         value: String,
     },
+}
+
+/// The refusal of an undeclared input: what it is, the nearest name the runner takes, and what
+/// it takes.
+fn undeclared_message(runner: &str, key: &str, declared: &[String]) -> String {
+    let takes = if declared.is_empty() {
+        "no inputs".to_string()
+    } else {
+        let names: Vec<String> = declared.iter().map(|n| format!("`{n}`")).collect();
+        names.join(", ")
+    };
+    format!(
+        "input `{key}` is not declared by runner `{runner}`, which takes {takes}{}",
+        runx_rules::did_you_mean(key, declared.iter().map(String::as_str))
+    )
 }
 
 /// ` at /a/0` for a place inside a value, nothing for the value itself.
@@ -118,6 +143,7 @@ impl InputError {
             InputError::EmptyArtifact { .. } => "artifact_input",
             InputError::PageInput { .. } => "page_input",
             InputError::UnsafeInteger { .. } => "unsafe_integer",
+            InputError::Undeclared { .. } => "undeclared_input",
         }
     }
 }
@@ -213,8 +239,12 @@ pub struct Resolved {
     pub page_source: Option<PageSource>,
 }
 
-/// Applies declared defaults and checks every declared input; undeclared inputs pass through
-/// unchanged, because a skill may read optional extras the profile does not describe.
+/// Applies declared defaults and checks every declared input.
+///
+/// An input the runner does not declare is refused with the nearest declared name, as runx
+/// refuses it: a misspelt flag (`excitd`) must not seal a run that silently ignored it. The one
+/// exception is a name a cli-tool's argument template reads (`{{extra}}`): the template is the
+/// runner's declaration that it takes that input.
 ///
 /// For a paged javascript runner it also reads the two page inputs (`path_from`, `path_scope_from`) and
 /// refuses a caller-supplied `runx_page`.
@@ -228,13 +258,20 @@ pub fn resolve_inputs(runner: &Runner, given: Map<String, Value>) -> Result<Reso
             });
         }
     }
-    let inputs = resolve_declared(runner, given)?;
     let paged = matches!(&runner.kind, RunnerKind::Javascript(js) if js.pages.is_some());
-    if paged && inputs.contains_key(RESERVED_PAGE_INPUT) {
+    if paged && given.contains_key(RESERVED_PAGE_INPUT) {
         return Err(InputError::Reserved {
             key: RESERVED_PAGE_INPUT.to_string(),
         });
     }
+    if let Some(key) = given.keys().find(|k| !runner.takes_input(k)) {
+        return Err(InputError::Undeclared {
+            runner: runner.name.clone(),
+            key: key.clone(),
+            declared: runner.input_names(),
+        });
+    }
+    let inputs = resolve_declared(runner, given)?;
     let page_source = page_source(runner, &inputs)?;
     Ok(Resolved {
         inputs,
@@ -514,12 +551,21 @@ run:
     }
 
     #[test]
-    fn defaults_applied_and_extras_pass_through() {
-        let got = resolve(json!({"name": "Ada", "extra": [1, 2]})).expect("valid");
+    fn defaults_applied_and_undeclared_inputs_refused() {
+        let got = resolve(json!({"name": "Ada"})).expect("valid");
         assert_eq!(
             Value::Object(got),
-            json!({"name": "Ada", "greeting": "hello", "extra": [1, 2]})
+            json!({"name": "Ada", "greeting": "hello"})
         );
+        let e = resolve(json!({"name": "Ada", "greting": "hi"})).expect_err("undeclared");
+        assert_eq!(e.code(), "undeclared_input");
+        assert_eq!(
+            e.to_string(),
+            "input `greting` is not declared by runner `default`, which takes `blob`, `count`, \
+             `flag`, `greeting`, `name`, `nothing`, `opts`, `ratio`, `tags`; did you mean `greeting`?"
+        );
+        let e = resolve(json!({"name": "Ada", "zzz": 1})).expect_err("undeclared");
+        assert!(!e.to_string().contains("did you mean"), "{e}");
         let got = resolve(json!({"name": "Ada", "greeting": "hi"})).expect("valid");
         assert_eq!(
             got["greeting"],
@@ -768,17 +814,17 @@ run:
     #[test]
     fn integers_a_json_number_cannot_carry_are_refused_in_inputs_and_outputs() {
         let given: Value =
-            serde_json::from_str(r#"{"name": "Ada", "extra": {"ids": [1, 9007199254740993]}}"#)
+            serde_json::from_str(r#"{"name": "Ada", "blob": {"ids": [1, 9007199254740993]}}"#)
                 .expect("json");
         let e = resolve(given).expect_err("refused");
         assert_eq!(e.code(), "unsafe_integer");
         let text = e.to_string();
-        assert!(text.contains("input `extra`"), "{text}");
+        assert!(text.contains("input `blob`"), "{text}");
         assert!(text.contains("9007199254740993 at /ids/1"), "{text}");
         assert!(text.contains("pass it as a string"), "{text}");
         // The largest safe integer and the same number as a string pass.
-        assert!(resolve(json!({"name": "Ada", "extra": 9007199254740991u64})).is_ok());
-        assert!(resolve(json!({"name": "Ada", "extra": "9007199254740993"})).is_ok());
+        assert!(resolve(json!({"name": "Ada", "blob": 9007199254740991u64})).is_ok());
+        assert!(resolve(json!({"name": "Ada", "blob": "9007199254740993"})).is_ok());
         // A cli-tool's output text may name an integer no double holds; a javascript result
         // is doubles already (2^60 is one of them) and passes.
         let out: Value = serde_json::from_str(

@@ -223,6 +223,50 @@ pub struct Runner {
     pub declared_only: BTreeMap<String, Value>,
 }
 
+impl Runner {
+    /// Whether a call may give input `key`: the runner declares it, a cli-tool argument
+    /// template reads it (`{{key}}`, `{{input.key}}`), or its `pages:` block names it as the
+    /// artifact path or scope.
+    pub fn takes_input(&self, key: &str) -> bool {
+        self.inputs.contains_key(key) || self.named_inputs().any(|name| name == key)
+    }
+
+    /// The names a call may give, sorted: declared inputs and the names templates and `pages:`
+    /// read.
+    pub fn input_names(&self) -> Vec<String> {
+        let mut names: Vec<String> = self.inputs.keys().cloned().collect();
+        for name in self.named_inputs() {
+            if !names.iter().any(|n| n == name) {
+                names.push(name.to_string());
+            }
+        }
+        names.sort();
+        names
+    }
+
+    /// The input names a runner reads without declaring them: a cli-tool's argument and `cwd`
+    /// templates, a paged runner's `path_from` and `path_scope_from`.
+    fn named_inputs(&self) -> Box<dyn Iterator<Item = &str> + '_> {
+        match &self.kind {
+            RunnerKind::CliTool(tool) => Box::new(
+                tool.args
+                    .iter()
+                    .chain(&tool.cwd)
+                    .flat_map(|t| crate::template::pieces(t).unwrap_or_default())
+                    .filter_map(|piece| match piece {
+                        crate::template::Piece::Input(name) => Some(name),
+                        _ => None,
+                    }),
+            ),
+            RunnerKind::Javascript(js) => Box::new(
+                js.pages
+                    .iter()
+                    .flat_map(|p| [p.path_from.as_str(), p.path_scope_from.as_str()]),
+            ),
+        }
+    }
+}
+
 /// A runner of a type this runtime does not run. Its key names are checked like any runner's;
 /// their values are kept as written, for `runx skill inspect`.
 #[derive(Debug, Clone, PartialEq)]

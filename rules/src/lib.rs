@@ -8,7 +8,8 @@
 //!   and for the engines resolving it;
 //! - `call_limits`: the limits of one javascript call, as data, with the ceiling a profile may
 //!   not exceed;
-//! - `engines`: the JavaScript engines runx knows by name.
+//! - `engines`: the JavaScript engines runx knows by name;
+//! - `names`: near-miss names, for the "did you mean" of every refusal of a name.
 //!
 //! It starts no process and runs no JavaScript, so a linter or an editor plugin that reads
 //! profiles depends on it without building an engine.
@@ -26,10 +27,12 @@
 
 mod call_limits;
 mod engines;
+mod names;
 mod scope;
 mod specifier;
 
 pub use call_limits::{Limit, Limits, MAX_TIMEOUT_SECONDS, MIB, MIN_TIMEOUT_SECONDS};
 pub use engines::{DEFAULT_ENGINE, ENGINES};
+pub use names::{did_you_mean, nearest};
 pub use scope::{EntryKind, Scope, ScopeError, read_capped};
 pub use specifier::{ImportRejected, check_module_entry, resolve_import};

@@ -112,7 +112,12 @@ fn failures_before_and_after_spawn() {
     let (v, _) = tool(ws.path(), "needs-secret", &[], &[]);
     assert_eq!(v["error"]["kind"], "environment");
     assert!(receipt(&v)["process"].is_null(), "nothing was spawned");
-    let (v, code) = tool(ws.path(), "env-json", &["-i", "thread_title=x"], &[]);
+    let (v, code) = tool(
+        ws.path(),
+        "name-collision",
+        &["-i", "doc=x", "-i", "doc_path=y"],
+        &[],
+    );
     assert_eq!(v["error"]["code"], "input_name_collision", "{v}");
     assert_eq!(code, 64);
 }

@@ -16,7 +16,7 @@ fn package(root: &Path, name: &str, extra: &str, files: &[(&str, &str)]) -> Path
     std::fs::write(
         dir.join("X.yaml"),
         format!(
-            "skill: {name}\nrun:\n  type: javascript\n  module: m.mjs\n  export: echo\n  environment: {{ optional: [LEAKY] }}\n{extra}"
+            "skill: {name}\nrun:\n  type: javascript\n  module: m.mjs\n  export: echo\n  environment: {{ optional: [LEAKY] }}\n  inputs: {{ items: array }}\n{extra}"
         ),
     )
     .unwrap();

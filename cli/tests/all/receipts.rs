@@ -412,7 +412,7 @@ fn a_harness_receipt_verifies_and_names_its_cases() {
     std::fs::create_dir_all(&pkg).unwrap();
     std::fs::write(
         pkg.join("X.yaml"),
-        "skill: p\nrun: { type: javascript, module: m.mjs, export: echo }\nharness:\n  cases:\n    - name: good\n      inputs: { items: [1] }\n      expect: { output: { exact: { items: [1] } } }\n    - name: bad\n      inputs: { items: [2] }\n      expect: { output: { exact: { items: [3] } } }\n",
+        "skill: p\nrun: { type: javascript, module: m.mjs, export: echo, inputs: { items: array } }\nharness:\n  cases:\n    - name: good\n      inputs: { items: [1] }\n      expect: { output: { exact: { items: [1] } } }\n    - name: bad\n      inputs: { items: [2] }\n      expect: { output: { exact: { items: [3] } } }\n",
     )
     .unwrap();
     std::fs::write(pkg.join("m.mjs"), ECHO_MODULE).unwrap();
@@ -793,7 +793,7 @@ fn receipt_show_labels_skipped_cases_skip() {
     std::fs::create_dir_all(&pkg).unwrap();
     std::fs::write(
         pkg.join("X.yaml"),
-        "skill: p\nrun: { type: javascript, module: m.mjs, export: echo }\nharness:\n  cases:\n    - name: good\n      inputs: { items: [1] }\n      expect: { output: { exact: { items: [1] } } }\n",
+        "skill: p\nrun: { type: javascript, module: m.mjs, export: echo, inputs: { items: array } }\nharness:\n  cases:\n    - name: good\n      inputs: { items: [1] }\n      expect: { output: { exact: { items: [1] } } }\n",
     )
     .unwrap();
     std::fs::write(pkg.join("m.mjs"), ECHO_MODULE).unwrap();

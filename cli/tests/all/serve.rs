@@ -26,6 +26,7 @@ runners:
     module: steps.mjs
     export: echo
     environment: { optional: [REGION, SECRET] }
+    inputs: { n: number, x: any, i: any }
   spin:
     type: javascript
     module: steps.mjs

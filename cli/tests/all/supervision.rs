@@ -102,6 +102,28 @@ fn an_input_cannot_redirect_another_inputs_file() {
         "cat \"$RUNX_INPUT_DOC_PATH\"\n",
         "    inputs:\n      doc: { type: string, required: true }\n",
     );
+    // Undeclared, `doc_path` is refused before anything is staged.
+    let (v, code) = json_in(
+        ws.path(),
+        &[
+            "skill",
+            "pkg",
+            "-i",
+            "doc=hello",
+            "-i",
+            "doc_path=/etc/hostname",
+        ],
+        &[],
+    );
+    assert_eq!(code, 64, "{v}");
+    assert_eq!(v["error"]["code"], "undeclared_input", "{v}");
+    // Declared too, it still cannot take the variable `doc`'s file path owns.
+    tool(
+        ws.path(),
+        "pkg",
+        "cat \"$RUNX_INPUT_DOC_PATH\"\n",
+        "    inputs:\n      doc: { type: string, required: true }\n      doc_path: { type: string }\n",
+    );
     let (v, code) = json_in(
         ws.path(),
         &[
@@ -182,9 +204,19 @@ fn nul_bytes_and_huge_arguments_are_input_errors() {
     // Many inputs, each mirrored inline, together over ARG_MAX.
     let mut many = serde_json::Map::new();
     many.insert("title".into(), json!("t"));
+    let mut declared = String::from("      title: { type: string, required: true }\n");
     for n in 0..400 {
         many.insert(format!("extra{n}"), json!("y".repeat(8000)));
+        declared.push_str(&format!("      extra{n}: string\n"));
     }
+    tool(
+        ws.path(),
+        "pkg",
+        "echo started > \"$RUNX_CWD/started\"\n",
+        &format!(
+            "    args: [\"--title\", \"{{{{input.title}}}}\"]\n    cwd: \"{{{{env.RUNX_CWD}}}}\"\n    inputs:\n{declared}"
+        ),
+    );
     std::fs::write(ws.path().join("many.json"), Value::Object(many).to_string()).unwrap();
     let (v, code) = json_in(ws.path(), &["skill", "pkg", "--inputs", "many.json"], &[]);
     assert_eq!(code, 64, "{v}");

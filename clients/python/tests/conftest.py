@@ -31,6 +31,7 @@ runners:
     module: steps.mjs
     export: echo
     environment: { optional: [REGION] }
+    inputs: { name: string, x: any, n: any, after: boolean }
   needs-region:
     type: javascript
     module: steps.mjs
