@@ -240,6 +240,7 @@ fn latency(worker: &WorkerCommand, runx: Option<&Path>, pkg: &Path, name: &str) 
                 environment: &env,
                 limits: Limits::default(),
                 continues: false,
+                probe: false,
             })
             .expect("in-process call");
         t.elapsed()
@@ -697,6 +698,7 @@ impl Alone {
                 environment: &BTreeMap::new(),
                 limits: Limits::default().with_wall(Duration::from_secs(600)),
                 continues: i > 0,
+                probe: false,
             })
             .map_err(|e| format!("page {i}: {e:?}"))?;
         Ok(out.output)
@@ -921,6 +923,7 @@ fn calibrate_burn() -> u64 {
             environment: &env,
             limits: Limits::default(),
             continues: false,
+            probe: false,
         })
         .is_ok();
     let took = t.elapsed().as_secs_f64();

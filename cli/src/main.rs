@@ -12,7 +12,7 @@
 #![forbid(unsafe_code)]
 
 use clap::{Parser, Subcommand};
-use commands::{bench, harness, inspect, receipt, serve, skill};
+use commands::{bench, check, harness, inspect, receipt, serve, skill};
 use exit::{EXIT_USAGE, usage};
 use runx_runtime::DEFAULT_ENGINE;
 use std::process::ExitCode;
@@ -92,9 +92,8 @@ fn main() -> ExitCode {
     let engine = cli.engine.as_deref();
     match cli.command {
         Command::Skill(args) => match args.command {
-            Some(skill::SkillCommand::Inspect(a)) => {
-                inspect::inspect(&skill::package_dir(&a.dir), a.json)
-            }
+            Some(skill::SkillCommand::Inspect(a)) => inspect::inspect(&a.dir, a.json, engine),
+            Some(skill::SkillCommand::Check(a)) => check::run(a, engine),
             None => skill::run(args, engine),
         },
         Command::Harness(args) => harness::command(args, engine),

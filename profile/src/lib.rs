@@ -28,6 +28,7 @@
 //! | `contract`, `numbers` | a call's inputs resolved against the declarations, and its outputs checked; integers a JSON number carries exactly |
 //! | `limits`, `applied` | every limit once, as data; the limits that apply to one runner |
 //! | `yaml` | the nesting guard every YAML document passes before it is parsed |
+//! | `locate` | the line and column of a key path in a profile's text, for messages after load |
 //!
 //! No key is ever silently ignored. Keys runx packages use that this runtime does not act on
 //! (top level: `runx`, `policy`, `emits`, `catalog`, `credentials`; in runners: `artifacts`,
@@ -41,6 +42,7 @@ mod applied;
 mod contract;
 mod decl;
 mod limits;
+mod locate;
 mod model;
 mod numbers;
 mod packet;
@@ -73,6 +75,7 @@ pub use limits::{
     RETRY_ATTEMPTS, RETRY_BACKOFF, SOURCE_BYTES, STACK_BYTES, STATE_BYTES, Unit, YAML_DEPTH, human,
     millis,
 };
+pub use locate::{Step, locate, path as key_path};
 pub use model::{
     ArtifactsDecl, CliToolRunner, DEFAULT_RUN_NAME, Diagnostic, EnvDecl, Framing, InputMode,
     JsRunner, OtherRunner, PROFILE_FILE, PagesDecl, PathScope, Profile, ProfileError,

@@ -189,6 +189,9 @@ pub struct Diagnostic {
     pub key: String,
     /// What will happen, and what to do.
     pub message: String,
+    /// Every run of the runner fails because of it: `runx skill check` counts it as an error,
+    /// not a warning.
+    pub fails_every_run: bool,
 }
 
 impl fmt::Display for Diagnostic {

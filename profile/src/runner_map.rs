@@ -128,6 +128,39 @@ impl Visitor<'_> for ClosedKey<'_> {
     }
 }
 
+/// The runner types runx itself knows: the two this runtime runs first, then the ones it shows
+/// but does not run.
+pub(crate) const RUNX_RUNNER_TYPES: &[&str] = &[
+    "javascript",
+    "cli-tool",
+    "graph",
+    "agent",
+    "agent-task",
+    "mcp",
+    "a2a",
+    "external-adapter",
+    "thread-outbox-provider",
+];
+
+/// Refuses a `type:` runx does not know, with the nearest known type. `http` and `catalog` were
+/// runner types of earlier runx versions; runx refuses them now, and says where they went.
+fn check_runner_type(ty: &str) -> Result<(), String> {
+    match ty {
+        "http" => Err(
+            "`type: http` is no longer a runner type; call `http.read`, `http.query` or `http.execute` from a graph step instead".to_string(),
+        ),
+        "catalog" => Err(
+            "`type: catalog` is no longer a runner type; call catalog tools from a graph's tool step instead".to_string(),
+        ),
+        _ if RUNX_RUNNER_TYPES.contains(&ty) => Ok(()),
+        _ => Err(format!(
+            "`{ty}` is not a runner type runx knows ({}){}",
+            RUNX_RUNNER_TYPES.join(", "),
+            runx_rules::did_you_mean(ty, RUNX_RUNNER_TYPES.iter().copied()),
+        )),
+    }
+}
+
 fn runner_special(key: &str) -> Option<String> {
     (key == "instructions").then(|| {
         "`instructions` belongs in the package's SKILL.md, not in a runner of X.yaml".to_string()
@@ -228,7 +261,9 @@ impl<'de> Visitor<'de> for RunnerMapSeed<'_> {
             if self.other {
                 match key.as_str() {
                     "type" => {
-                        map.next_value::<Value>()?;
+                        if let Value::String(ty) = map.next_value::<Value>()? {
+                            check_runner_type(&ty).map_err(de::Error::custom)?;
+                        }
                     }
                     "default" => raw.default = map.next_value()?,
                     "run" | "source" => {

@@ -323,6 +323,33 @@ fn runner_selection_rules() {
 }
 
 #[test]
+fn runner_types_runx_does_not_know_are_errors_with_the_nearest() {
+    let e = err("skill: s\nrunners:\n  main:\n    type: javascrpt\n    module: a.mjs\n");
+    assert!(e.starts_with("/pkg/X.yaml:4:"), "{e}");
+    assert!(
+        e.contains("`javascrpt` is not a runner type runx knows (javascript, cli-tool, graph,"),
+        "{e}"
+    );
+    assert!(e.ends_with("did you mean `javascript`?"), "{e}");
+    let e = err("skill: s\nrun:\n  run: { type: grahp }\n");
+    assert!(e.ends_with("did you mean `graph`?"), "{e}");
+    let e = err("skill: s\nrun: { type: http, url: x }\n");
+    assert!(e.contains("`type: http` is no longer a runner type"), "{e}");
+    // Every type runx knows still loads, run here or not.
+    for ty in [
+        "graph",
+        "agent",
+        "agent-task",
+        "mcp",
+        "a2a",
+        "external-adapter",
+        "thread-outbox-provider",
+    ] {
+        ok(&format!("skill: s\nrunners:\n  x: {{ type: {ty} }}\n"));
+    }
+}
+
+#[test]
 fn two_defaults_rejected() {
     let e = err(
         "skill: s\nrunners:\n  a: { type: javascript, module: a.js, default: true }\n  b: { type: graph, default: true }\n",

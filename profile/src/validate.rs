@@ -123,10 +123,20 @@ struct Notes<'a> {
 
 impl Notes<'_> {
     fn add(&mut self, key: impl Into<String>, message: impl Into<String>) {
+        self.push(key.into(), message.into(), false);
+    }
+
+    /// A note about something that makes every run of the runner fail.
+    fn fatal(&mut self, key: impl Into<String>, message: impl Into<String>) {
+        self.push(key.into(), message.into(), true);
+    }
+
+    fn push(&mut self, key: String, message: String, fails_every_run: bool) {
         self.diagnostics.push(Diagnostic {
             runner: self.runner.to_string(),
-            key: key.into(),
-            message: message.into(),
+            key,
+            message,
+            fails_every_run,
         });
     }
 }
@@ -261,7 +271,7 @@ fn check_templates(
         let pieces = match template::pieces(arg) {
             Ok(p) => p,
             Err(e) => {
-                notes.add(&key, format!("{e}; every run will fail"));
+                notes.fatal(&key, format!("{e}; every run will fail"));
                 continue;
             }
         };
@@ -274,7 +284,7 @@ fn check_templates(
                     ),
                 ),
                 Piece::Env(name) if name != "RUNX_CWD" && !environment.declares(name) => notes
-                    .add(
+                    .fatal(
                         &key,
                         format!(
                             "`{arg}` names environment variable `{name}`, which the runner does not declare; every run will fail"

@@ -13,6 +13,7 @@
 //! | module | what it holds |
 //! |---|---|
 //! | `runtime` | [`Runtime`], [`RunRequest`], [`RunOutcome`]: one step, start to receipt |
+//! | `check` | [`Runtime::check`]: a package's mistakes before any run, with their places |
 //! | `runner` | the javascript, paged and cli-tool runners |
 //! | `record` | what a run's receipt records: who ran, how the run closed, which engine |
 //! | `environment` | where environment values come from; the declared-names check |
@@ -58,6 +59,7 @@
 #![warn(missing_docs)]
 
 mod artifact;
+mod check;
 mod environment;
 mod failure;
 mod framing;
@@ -70,6 +72,7 @@ mod runtime;
 mod subprocess;
 
 pub use artifact::AdmissionError;
+pub use check::{Checked, CheckedRunner, Problem, Severity};
 pub use environment::{EnvSource, FIXED_BASELINE};
 pub use failure::{FailureKind, RunError};
 pub use framing::{Framer, FramingError, Page, PageBudget};

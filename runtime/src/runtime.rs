@@ -146,6 +146,13 @@ impl Runtime {
         }
     }
 
+    /// Checks the package in `dir` without running it: its profile, every runner's module
+    /// closure and export (evaluated in a worker, not called), cli-tool commands, and what
+    /// loading noticed. Every problem comes with its file, line and column.
+    pub fn check(&self, dir: &std::path::Path) -> crate::check::Checked {
+        crate::check::check(&self.workers, dir)
+    }
+
     /// A runtime using the worker found by [`crate::pools::discover_worker`].
     pub fn discover() -> Runtime {
         Runtime::new(discover_worker())

@@ -47,6 +47,7 @@
 //!         environment: &BTreeMap::new(),
 //!         limits: Limits::default(),
 //!         continues: false,
+//!         probe: false,
 //!     })
 //!     .map_err(|(failure, _log)| failure)?;
 //! assert_eq!(out.output, br#"{"twice":42}"#);

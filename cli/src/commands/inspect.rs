@@ -1,5 +1,6 @@
 //! `runx skill inspect DIR`: what a package declares, what of it this runtime runs and what it
-//! only shows, the load-time diagnostics, and the limits it runs under.
+//! only shows, the limits it runs under, and the problems `runx skill check` finds in it (exit
+//! 64 when one is an error).
 
 use runx_profile::Profile;
 use runx_runtime::describe_json;
@@ -7,22 +8,40 @@ use serde_json::{Value, json};
 use std::path::Path;
 use std::process::ExitCode;
 
-/// Prints the description of the package in `dir` (one JSON object with `as_json`).
-pub fn inspect(dir: &Path, as_json: bool) -> ExitCode {
-    let p = match runx_profile::load(dir) {
+/// Prints the description of the package in `dir` (one JSON object with `as_json`), then the
+/// problems the checks of `runx skill check` find.
+pub fn inspect(dir: &Path, as_json: bool, engine: Option<&str>) -> ExitCode {
+    let dir = match super::skill::find_package(dir) {
+        Ok(dir) => dir,
+        Err(message) => return crate::exit::usage(&message),
+    };
+    let p = match runx_profile::load(&dir) {
         Ok(p) => p,
         Err(e) => {
             errln!("runx: {e}");
             return ExitCode::from(crate::exit::EXIT_USAGE);
         }
     };
-    let doc = describe_json(&p);
+    let rt = crate::launch::configured_runtime(engine, crate::keys::Keys::default());
+    let checked = rt.check(&dir);
+    let mut doc = describe_json(&p);
     if as_json {
+        doc["problems"] = serde_json::to_value(&checked.problems).unwrap_or_default();
         outln!("{}", serde_json::to_string_pretty(&doc).unwrap_or_default());
     } else {
         print_human(&p, &doc);
+        if !checked.problems.is_empty() {
+            outln!("\nproblems (`runx skill check`):");
+            for problem in &checked.problems {
+                outln!("  {problem}");
+            }
+        }
     }
-    ExitCode::SUCCESS
+    if checked.errors() > 0 {
+        ExitCode::from(crate::exit::EXIT_USAGE)
+    } else {
+        ExitCode::SUCCESS
+    }
 }
 
 /// Prints the entries of an object under `title`, one per line, when there are any; `null`
@@ -58,12 +77,6 @@ fn without_nulls(v: &Value) -> Value {
 
 fn print_human(p: &Profile, doc: &Value) {
     outln!("{} {} ({})", p.skill, p.version, p.dir.display());
-    if !p.diagnostics.is_empty() {
-        outln!("\ndiagnostics:");
-        for d in &p.diagnostics {
-            outln!("  {d}");
-        }
-    }
     print_map("", "\ninput_definitions", &doc["input_definitions"], &[]);
     print_map(
         "",

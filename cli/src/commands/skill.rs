@@ -46,6 +46,9 @@ pub struct SkillArgs {
 pub enum SkillCommand {
     /// Describe a package: runners, inputs, outputs, environment and the limits they run under.
     Inspect(InspectArgs),
+    /// Check packages before any run: module closures, exports (loaded in a worker, not
+    /// called), commands, templates and declarations; each problem with file:line:column.
+    Check(super::check::CheckArgs),
 }
 
 #[derive(clap::Args)]
@@ -62,6 +65,20 @@ pub fn run(args: SkillArgs, engine: Option<&str>) -> ExitCode {
     let Some(dir) = &args.dir else {
         return usage("name the skill package directory: runx skill DIR");
     };
+    let dir = match find_package(dir) {
+        Ok(dir) => dir,
+        Err(message) => {
+            if args.json {
+                let e = runx_runtime::RunError::new(
+                    runx_runtime::FailureKind::Profile,
+                    "not_a_package",
+                    message.clone(),
+                );
+                print_json(&runx_runtime::refused_json(args.runner.as_deref(), &e));
+            }
+            return usage(&message);
+        }
+    };
     // A bad key refuses the run before anything is read or receipted: there is no one to sign
     // the refusal with.
     let keys = match keys(&args.sign) {
@@ -77,7 +94,7 @@ pub fn run(args: SkillArgs, engine: Option<&str>) -> ExitCode {
     // Signals are routed to the runtime only now: until the inputs are read (stdin may wait on
     // a terminal) there is nothing to clean up and the default action ends runx.
     let rt = launch::runtime(engine, keys);
-    let mut req = RunRequest::new(package_dir(dir), Map::new());
+    let mut req = RunRequest::new(dir, Map::new());
     req.runner = args.runner.clone();
     req.receipt_dir = args.receipt_dir.clone();
     let outcome = match inputs {
@@ -103,14 +120,62 @@ pub fn run(args: SkillArgs, engine: Option<&str>) -> ExitCode {
     ExitCode::from(outcome.exit_code() as u8)
 }
 
+/// The package directory `dir` names, as [`package_dir`] finds it; when nothing is there, a
+/// message saying where it looked and naming the nearest package it saw.
+pub fn find_package(dir: &Path) -> Result<PathBuf, String> {
+    let found = package_dir(dir);
+    if std::fs::symlink_metadata(&found).is_ok() {
+        return Ok(found);
+    }
+    let name = dir
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    // Packages beside the one asked for: in its parent directory, and for a bare name in
+    // `skills/` too, named as the caller would name them.
+    let mut candidates: Vec<String> = Vec::new();
+    let mut look_in = |folder: &Path, shown: &dyn Fn(&str) -> String| {
+        if let Ok(entries) = std::fs::read_dir(folder) {
+            for entry in entries.flatten().take(10_000) {
+                let entry_name = entry.file_name().to_string_lossy().into_owned();
+                if entry.path().join(runx_profile::PROFILE_FILE).is_file() {
+                    candidates.push(shown(&entry_name));
+                }
+            }
+        }
+    };
+    let parent = dir.parent().filter(|p| !p.as_os_str().is_empty());
+    look_in(parent.unwrap_or(Path::new(".")), &|n: &str| {
+        parent.map_or(n.to_string(), |p| p.join(n).display().to_string())
+    });
+    let looked = if is_bare(dir) {
+        look_in(Path::new("skills"), &|n: &str| n.to_string());
+        format!("neither `{name}` nor `skills/{name}` exists here")
+    } else {
+        format!("`{}` does not exist", dir.display())
+    };
+    candidates.sort();
+    candidates.dedup();
+    let wanted = dir.display().to_string();
+    Err(format!(
+        "no skill package `{wanted}`: {looked}{}",
+        runx_rules::did_you_mean(&wanted, candidates.iter().map(String::as_str))
+    ))
+}
+
+/// Whether `dir` is one plain name (`hello`), not a path.
+fn is_bare(dir: &Path) -> bool {
+    let mut parts = dir.components();
+    matches!(
+        (parts.next(), parts.next()),
+        (Some(std::path::Component::Normal(_)), None)
+    )
+}
+
 /// The package directory `dir` names: `dir` itself, or, for a bare name that is not a
 /// directory here, `skills/NAME` when that is one (the runx convention).
 pub fn package_dir(dir: &Path) -> PathBuf {
-    let mut parts = dir.components();
-    let bare = matches!(
-        (parts.next(), parts.next()),
-        (Some(std::path::Component::Normal(_)), None)
-    );
+    let bare = is_bare(dir);
     if bare && !dir.is_dir() {
         let conventional = Path::new("skills").join(dir);
         if conventional.is_dir() {

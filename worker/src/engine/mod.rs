@@ -72,6 +72,9 @@ pub struct EngineCall<'a> {
     /// to. Only then may an engine hand the call what an earlier call built (V8 keeps its
     /// isolate); any other call starts from nothing a call before it touched.
     pub continues: bool,
+    /// Evaluate the module and check the export is a function, but do not call it: the output
+    /// is `true`. `runx skill check` learns so that a package's export exists before any run.
+    pub probe: bool,
 }
 
 /// One line written through `console.*`.

@@ -16,6 +16,8 @@ pub(super) struct Invoke {
     pub(super) page: Option<PageLayout>,
     /// Whether the call is the next page of the run the worker's last call belonged to.
     pub(super) continues: bool,
+    /// Load and check the export only; no call.
+    pub(super) probe: bool,
 }
 
 /// The failure of a request the worker cannot read or will not take.

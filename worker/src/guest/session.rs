@@ -146,6 +146,7 @@ impl Session<'_> {
                 limits,
                 input_len,
                 page,
+                probe,
             } => {
                 let request = Invoke {
                     id,
@@ -155,6 +156,7 @@ impl Session<'_> {
                     input_len,
                     page,
                     continues: false,
+                    probe,
                 };
                 self.invoke(request, &bundle_digest, bundle, tail)
             }
@@ -436,6 +438,7 @@ fn call_with(
         environment: &request.environment,
         limits: request.limits,
         continues: request.continues,
+        probe: request.probe,
     };
     // If the engine must end the process (a heap exhausted inside a builtin), the answer to
     // this call is still written: see `fatal`.

@@ -21,12 +21,14 @@ pub enum BundleError {
     #[error(transparent)]
     Rejected(#[from] ImportRejected),
     /// A module file is missing, a symlink, outside the skill, or unreadable.
-    #[error("module `{path}`: {reason}")]
+    #[error("{reason}{}", imported_by.as_ref().map(|by| format!(" (imported by `{by}`)")).unwrap_or_default())]
     File {
         /// The bundle path concerned.
         path: String,
-        /// What is wrong with it.
+        /// What is wrong with it, naming the path.
         reason: String,
+        /// The module whose import named it; `None` for the entry module.
+        imported_by: Option<String>,
     },
     /// The bundle's source is larger than the limit.
     #[error(
@@ -63,10 +65,12 @@ pub fn collect_bundle(
     let scope = Scope::open(root).map_err(|e| BundleError::File {
         path: root.display().to_string(),
         reason: format!("the skill directory cannot be opened: {e}"),
+        imported_by: None,
     })?;
     let state = Rc::new(RefCell::new(CollectState {
         scope,
         modules: BTreeMap::new(),
+        importers: BTreeMap::new(),
         error: None,
         limit: source_limit,
     }));
@@ -107,6 +111,8 @@ pub fn collect_bundle(
 struct CollectState {
     scope: Scope,
     modules: BTreeMap<String, String>,
+    /// The first module whose import resolved to each path, for messages about the path.
+    importers: BTreeMap<String, String>,
     error: Option<BundleError>,
     limit: usize,
 }
@@ -118,6 +124,7 @@ impl CollectState {
         let file_err = |reason: String| BundleError::File {
             path: path.to_string(),
             reason,
+            imported_by: self.importers.get(path).cloned(),
         };
         // Paths count too (they travel with the source); see [`module_cost`].
         let so_far = self
@@ -137,8 +144,8 @@ impl CollectState {
             )),
             other => file_err(other.to_string()),
         })?;
-        let text =
-            String::from_utf8(bytes).map_err(|_| file_err("is not valid UTF-8".to_string()))?;
+        let text = String::from_utf8(bytes)
+            .map_err(|_| file_err(format!("`{path}` is not valid UTF-8")))?;
         let total = so_far + text.len();
         if total > self.limit {
             return Err(BundleError::TooLarge {
@@ -162,7 +169,15 @@ impl Resolver for CollectResolver {
         name: &str,
         _attributes: Option<ImportAttributes<'js>>,
     ) -> rquickjs::Result<String> {
-        runx_rules::resolve_import(base, name).map_err(|e| {
+        let resolved = runx_rules::resolve_import(base, name);
+        if let Ok(path) = &resolved {
+            self.0
+                .borrow_mut()
+                .importers
+                .entry(path.clone())
+                .or_insert_with(|| base.to_string());
+        }
+        resolved.map_err(|e| {
             let err = rquickjs::Error::new_resolving_message(base, name, e.reason);
             self.0
                 .borrow_mut()

@@ -207,9 +207,16 @@ impl Failure {
     /// The `module_rejected` failure for an entry module without the requested export
     /// (`None`: the default export), listing the exports it does have.
     pub fn missing_export(entry: &str, export: Option<&str>, exports: &[String]) -> Failure {
-        let what = match export {
-            Some(n) => format!("an export named `{n}`"),
-            None => "a default export".to_string(),
+        let (what, hint) = match export {
+            Some(n) => (
+                format!("export named `{n}`"),
+                runx_rules::did_you_mean(n, exports.iter().map(String::as_str)),
+            ),
+            None if !exports.is_empty() => (
+                "default export".to_string(),
+                "; name the one the runner calls with `export:`".to_string(),
+            ),
+            None => ("default export".to_string(), String::new()),
         };
         let have = if exports.is_empty() {
             "none".to_string()
@@ -218,7 +225,7 @@ impl Failure {
         };
         Failure::new(
             FailureCode::ModuleRejected,
-            format!("module `{entry}` has no {what} (its exports: {have})"),
+            format!("module `{entry}` has no {what} (its exports: {have}){hint}"),
         )
     }
 

@@ -119,6 +119,10 @@ pub enum Message {
         /// Layout of the page parts following the input, for paged calls.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         page: Option<PageLayout>,
+        /// Load the module and check the export is a function, without calling it: the result
+        /// is `true`, or the failure a call would have met first (`runx skill check`).
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        probe: bool,
     },
     /// Worker → host: the call succeeded; tail is the output JSON.
     Result {

@@ -33,6 +33,7 @@ fn run_with(
         environment: &environment,
         limits,
         continues: false,
+        probe: false,
     })
 }
 
@@ -1276,6 +1277,7 @@ pub fn pages_arrive_as_record_texts(e: &mut dyn Engine) {
         environment: &env,
         limits: Limits::default(),
         continues: false,
+        probe: false,
     };
     let out = e.call(&call).unwrap();
     let v: Value = serde_json::from_slice(&out.output).unwrap();
@@ -1297,6 +1299,50 @@ pub fn pages_arrive_as_record_texts(e: &mut dyn Engine) {
 /// A pool of one worker process running `e`'s engine.
 fn engine_pool(e: &dyn Engine) -> Pool {
     Pool::new(PoolConfig::new(super::pool::worker_command().engine(e.name())).size(1)).unwrap()
+}
+
+/// A probe (`runx skill check`) loads the module and checks the export through a real worker
+/// without calling it: an export that would throw passes; a missing export, an export that is
+/// not a function, a failing import and top-level code that throws fail as a call would.
+pub fn a_probe_checks_the_export_without_calling_it(e: &mut dyn Engine) {
+    let pool = engine_pool(e);
+    let probe = |source: &str, export: Option<&str>| {
+        let mut c = Call::new(single(source), export, b"{}".to_vec());
+        c.probe = true;
+        pool.call(&c)
+    };
+    let calls = "export function greet() { throw new Error('called'); }\nexport const n = 3;";
+    let reply = probe(calls, Some("greet")).unwrap();
+    assert_eq!(
+        serde_json::from_slice::<Value>(&reply.output).unwrap(),
+        json!(true)
+    );
+    let f = probe(calls, Some("greeet")).unwrap_err().failure;
+    assert_eq!(f.code, FailureCode::ModuleRejected, "{}", f.message);
+    assert!(
+        f.message.contains("(its exports: greet, n)"),
+        "{}",
+        f.message
+    );
+    let f = probe(calls, Some("n")).unwrap_err().failure;
+    assert_eq!(f.code, FailureCode::ModuleRejected, "{}", f.message);
+    assert!(f.message.contains("not a function"), "{}", f.message);
+    let f = probe("throw new Error('top');\nexport default () => 1;", None)
+        .unwrap_err()
+        .failure;
+    assert!(f.message.contains("top"), "{}", f.message);
+    // The same worker then calls normally.
+    let mut c = Call::new(
+        single("export default () => ({ ok: 1 });"),
+        None,
+        b"{}".to_vec(),
+    );
+    c.probe = false;
+    let reply = pool.call(&c).unwrap();
+    assert_eq!(
+        serde_json::from_slice::<Value>(&reply.output).unwrap(),
+        json!({"ok": 1})
+    );
 }
 
 /// A 20 MB thrown string used to make a frame over 16 MiB, the worker exit, the call be retried
@@ -1379,6 +1425,7 @@ pub fn limits_out_of_range_are_invalid_requests(e: &mut dyn Engine) {
                 environment: BTreeMap::new(),
                 limits: bad,
                 input_len: 2,
+                probe: false,
                 page: None,
             },
         );
@@ -1546,6 +1593,7 @@ macro_rules! engine_suite {
             case!(clock_capture_routes);
             case!(helpers_ignore_replaced_intrinsics);
             case!(failure_messages_are_bounded_across_the_worker);
+            case!(a_probe_checks_the_export_without_calling_it);
             case!(limits_out_of_range_are_invalid_requests);
             case!(deep_recursion_under_a_small_host_stack);
             case!(worker_process_is_confined);

@@ -194,6 +194,7 @@ fn run(engine: &mut dyn Engine, source: &str) -> String {
         environment: &env,
         limits: Limits::default(),
         continues: false,
+        probe: false,
     };
     match engine.call(&call) {
         Ok(out) => String::from_utf8_lossy(&out.output).into_owned(),

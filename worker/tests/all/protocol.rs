@@ -142,6 +142,7 @@ fn a_page_by_descriptor_without_a_channel_is_refused() {
             environment: Default::default(),
             limits: runx_worker::Limits::default(),
             input_len: 2,
+            probe: false,
             page: Some(runx_worker::PageLayout {
                 meta_len: 2,
                 record_count: 1,
@@ -217,6 +218,7 @@ fn a_worker_whose_host_pipe_closes_exits_at_once() {
             environment: Default::default(),
             limits: Limits::default().with_wall(Duration::from_secs(30)),
             input_len: input.len() as u32,
+            probe: false,
             page: None,
         },
     )
@@ -323,6 +325,7 @@ fn only_the_next_page_of_the_same_run_continues() {
                 environment: Default::default(),
                 limits: Limits::default(),
                 input_len: 2,
+                probe: false,
                 page,
             },
         );
@@ -389,6 +392,7 @@ fn invoke_frame(call_id: u64, limits: Limits, input: &[u8]) -> Vec<u8> {
             environment: Default::default(),
             limits,
             input_len: input.len() as u32,
+            probe: false,
             page: None,
         },
     );
@@ -488,6 +492,7 @@ fn module_names_count_toward_the_source_limit() {
             environment: Default::default(),
             limits: Limits::default(),
             input_len: 2,
+            probe: false,
             page: None,
         },
     );
@@ -568,6 +573,7 @@ proptest! {
             limits,
             input_len,
             page: page.map(|(meta_len, record_count, blob_len)| PageLayout { meta_len, record_count, blob_len, range: None, keep_state: false, state_from: None, run: None }),
+            probe: false,
         });
         let mut tail = input.clone();
         tail.extend_from_slice(&extra);

@@ -179,6 +179,7 @@ impl PageLoop<'_> {
                 ..self.module.limits
             },
             idempotent,
+            probe: false,
         }
     }
 

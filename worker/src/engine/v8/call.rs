@@ -262,6 +262,9 @@ impl Phases<'_> {
                 format!("export `{name}` of module `{entry}` is a {kind}, not a function"),
             ));
         };
+        if call.probe {
+            return Ok(v8::Boolean::new(tc, true).into());
+        }
         let undefined = v8::undefined(tc).into();
         function
             .call(tc, undefined, &[p.inputs, p.context])

@@ -119,6 +119,8 @@ pub struct Call {
     pub limits: Limits,
     /// Whether the call may run again on another worker after a crash mid-call.
     pub idempotent: bool,
+    /// Load the module and check the export, without calling it (the output is `true`).
+    pub probe: bool,
 }
 
 impl Call {
@@ -134,6 +136,7 @@ impl Call {
             environment: BTreeMap::new(),
             limits: Limits::default(),
             idempotent: false,
+            probe: false,
         }
     }
 }

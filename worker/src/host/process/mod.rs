@@ -330,6 +330,7 @@ impl WorkerProcess {
                 limits: call.limits,
                 input_len: call.input.len() as u32,
                 page: page.as_ref().map(|p| p.layout),
+                probe: call.probe,
             },
         )
         .to_bytes();

@@ -1,0 +1,327 @@
+//! `runx skill check`: every mistake a package holds that can be known before a run, each with
+//! the file, line and column to fix, all at once.
+//!
+//! A profile that does not load is one problem (the loader stops at the first). A profile that
+//! loads is checked runner by runner, and every problem of every runner is reported:
+//! - what loading noticed ([`runx_profile::Diagnostic`]): a template naming an environment
+//!   name the runner does not declare fails every run (an error); an inert `retry` is a warning;
+//! - a javascript runner's module closure: every import resolves to a file inside the package
+//!   and compiles (the same collection a run makes);
+//! - its export: the module is evaluated in a real worker of the engine it runs on, and the
+//!   export must exist and be a function; it is not called ([`Call::probe`]);
+//! - a cli-tool's command: a path (`./bin/tool.sh`) must be an executable file in the package
+//!   (an error); a bare name not found in this machine's `PATH` is a warning, since the
+//!   machine that runs the package may have it.
+//!
+//! Runners of types runx knows but this runtime does not run are listed, not checked.
+
+use crate::failure::RunError;
+use crate::pools::Workers;
+use runx_profile::{
+    DEFAULT_RUN_NAME, JsRunner, PROFILE_FILE, Profile, ProfileError, Runner, RunnerKind, key_path,
+    locate,
+};
+use runx_worker::{Call, collect_bundle};
+use serde::Serialize;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+/// How bad a problem is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Severity {
+    /// Runs of the runner (or the package) fail because of it.
+    Error,
+    /// Runs may work, on this machine or another, but something is likely wrong.
+    Warning,
+}
+
+/// One problem, with where to fix it.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Problem {
+    /// The file concerned: the package's `X.yaml`, or the directory when there is none.
+    pub file: PathBuf,
+    /// 1-based line, when known.
+    pub line: Option<usize>,
+    /// 1-based column, when known.
+    pub column: Option<usize>,
+    /// The runner concerned, when there is one.
+    pub runner: Option<String>,
+    /// Error or warning.
+    pub severity: Severity,
+    /// A stable code: the failure code a run would end with (`module_file`, `module_rejected`,
+    /// `not_found`, ...), or `profile` for what loading noticed.
+    pub code: String,
+    /// What is wrong and what to do.
+    pub message: String,
+}
+
+impl std::fmt::Display for Problem {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}", self.file.display())?;
+        if let Some(line) = self.line {
+            write!(f, ":{line}")?;
+            if let Some(column) = self.column {
+                write!(f, ":{column}")?;
+            }
+        }
+        let severity = match self.severity {
+            Severity::Error => "error",
+            Severity::Warning => "warning",
+        };
+        write!(f, ": {severity}: ")?;
+        if let Some(runner) = &self.runner {
+            write!(f, "runner `{runner}`: ")?;
+        }
+        write!(f, "{}", self.message)
+    }
+}
+
+/// What one runner is, as checked.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct CheckedRunner {
+    /// Its name.
+    pub name: String,
+    /// Its declared type.
+    pub r#type: String,
+    /// Whether this runtime runs it (and so checked it).
+    pub runs_here: bool,
+}
+
+/// The check of one package.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Checked {
+    /// The package directory as given.
+    pub dir: PathBuf,
+    /// The skill's name, when its profile loads.
+    pub skill: Option<String>,
+    /// Its runners, by name.
+    pub runners: Vec<CheckedRunner>,
+    /// Every problem found, in the order of the runners.
+    pub problems: Vec<Problem>,
+}
+
+impl Checked {
+    /// How many problems are errors.
+    pub fn errors(&self) -> usize {
+        self.problems
+            .iter()
+            .filter(|p| p.severity == Severity::Error)
+            .count()
+    }
+}
+
+/// Checks the package in `dir` with the workers of `workers`.
+pub(crate) fn check(workers: &Workers, dir: &Path) -> Checked {
+    let mut checked = Checked {
+        dir: dir.to_path_buf(),
+        skill: None,
+        runners: Vec::new(),
+        problems: Vec::new(),
+    };
+    let profile = match runx_profile::load(dir) {
+        Ok(p) => p,
+        Err(e) => {
+            checked.problems.push(profile_problem(dir, &e));
+            return checked;
+        }
+    };
+    // The text is read again for positions only; it loaded a moment ago.
+    let text = runx_profile::read_text(dir)
+        .map(|(_, text)| text)
+        .unwrap_or_default();
+    let at = Locator {
+        file: profile.dir.join(PROFILE_FILE),
+        text,
+    };
+    checked.skill = Some(profile.skill.clone());
+    for (name, runner) in &profile.runners {
+        checked.runners.push(CheckedRunner {
+            name: name.clone(),
+            r#type: runner.kind.runner_type().to_string(),
+            runs_here: true,
+        });
+    }
+    for (name, other) in &profile.other_runners {
+        checked.runners.push(CheckedRunner {
+            name: name.clone(),
+            r#type: other.ty.clone(),
+            runs_here: false,
+        });
+    }
+    checked.runners.sort_by(|a, b| a.name.cmp(&b.name));
+    for d in &profile.diagnostics {
+        let severity = if d.fails_every_run {
+            Severity::Error
+        } else {
+            Severity::Warning
+        };
+        checked.problems.push(at.problem(
+            &d.runner,
+            &[d.key.as_str()],
+            severity,
+            "profile",
+            d.message.clone(),
+        ));
+    }
+    for (name, runner) in &profile.runners {
+        match &runner.kind {
+            RunnerKind::Javascript(js) => {
+                check_javascript(workers, &profile, runner, js, &at, &mut checked.problems)
+            }
+            RunnerKind::CliTool(tool) => {
+                let path = std::env::var_os("PATH");
+                if let Err(e) =
+                    crate::subprocess::resolve_command(&tool.command, path.as_deref(), &profile.dir)
+                {
+                    let severity = if tool.command.contains('/') {
+                        Severity::Error
+                    } else {
+                        Severity::Warning
+                    };
+                    let e = RunError::from(e);
+                    checked.problems.push(at.problem(
+                        name,
+                        &["command"],
+                        severity,
+                        &e.code,
+                        e.message,
+                    ));
+                }
+            }
+        }
+    }
+    checked
+}
+
+/// The module closure, the engine and the export of a javascript runner.
+fn check_javascript(
+    workers: &Workers,
+    profile: &Profile,
+    runner: &Runner,
+    js: &JsRunner,
+    at: &Locator,
+    problems: &mut Vec<Problem>,
+) {
+    let name = runner.name.as_str();
+    let limits = runx_profile::worker_limits(runner);
+    let bundle = match collect_bundle(&profile.dir, &js.module, limits.source_bytes) {
+        Ok(b) => b,
+        Err(e) => {
+            let e = RunError::from(e);
+            problems.push(at.problem(name, &["module"], Severity::Error, &e.code, e.message));
+            return;
+        }
+    };
+    let engine = match workers.engine_for(runner, js.engine.as_deref()) {
+        Ok(engine) => engine,
+        Err(e) => {
+            // The machine's build, not the package: another runx may have the engine.
+            problems.push(at.problem(
+                name,
+                &["engine", "module"],
+                Severity::Warning,
+                &e.code,
+                format!("{}; its export was not checked", e.message),
+            ));
+            return;
+        }
+    };
+    let pool = match workers.pool(&engine) {
+        Ok(pool) => pool,
+        Err(e) => {
+            problems.push(at.problem(name, &["module"], Severity::Error, &e.code, e.message));
+            return;
+        }
+    };
+    let mut call = Call::new(Arc::new(bundle), js.export.as_deref(), b"{}".to_vec());
+    call.limits = limits;
+    call.probe = true;
+    if let Err(e) = pool.call(&call) {
+        let e = RunError::from(e.failure);
+        problems.push(at.problem(
+            name,
+            &["export", "module"],
+            Severity::Error,
+            &e.code,
+            e.message,
+        ));
+    }
+}
+
+/// The one problem of a profile that does not load.
+fn profile_problem(dir: &Path, e: &ProfileError) -> Problem {
+    let (file, line, column) = match e {
+        ProfileError::Invalid {
+            file, line, column, ..
+        } => (file.clone(), *line, *column),
+        ProfileError::TooLarge { path, .. } | ProfileError::Read { path, .. } => {
+            (path.clone(), None, None)
+        }
+        _ => (dir.to_path_buf(), None, None),
+    };
+    // The message of an invalid profile starts with its place, which the problem carries.
+    let message = match e {
+        ProfileError::Invalid { message, .. } => message.clone(),
+        other => other.to_string(),
+    };
+    Problem {
+        file,
+        line,
+        column,
+        runner: None,
+        severity: Severity::Error,
+        code: e.code().to_string(),
+        message,
+    }
+}
+
+/// Positions of runner keys in a loaded profile's text.
+struct Locator {
+    file: PathBuf,
+    text: String,
+}
+
+impl Locator {
+    /// A problem of runner `runner` placed at the first of `keys` the runner has (keys like
+    /// `args[1]`), else at the runner itself.
+    fn problem(
+        &self,
+        runner: &str,
+        keys: &[&str],
+        severity: Severity,
+        code: &str,
+        message: String,
+    ) -> Problem {
+        let place = keys
+            .iter()
+            .find_map(|key| self.find(runner, Some(key)))
+            .or_else(|| self.find(runner, None));
+        Problem {
+            file: self.file.clone(),
+            line: place.map(|p| p.0),
+            column: place.map(|p| p.1),
+            runner: Some(runner.to_string()),
+            severity,
+            code: code.to_string(),
+            message,
+        }
+    }
+
+    /// Where `key` of `runner` is written: under `runners.NAME`, in its nested `run:` or
+    /// `source:` block, or under the top-level `run:` of a single-runner package.
+    fn find(&self, runner: &str, key: Option<&str>) -> Option<(usize, usize)> {
+        let mut bases = vec![format!("runners.{runner}")];
+        if runner == DEFAULT_RUN_NAME {
+            bases.push("run".to_string());
+        }
+        bases.iter().find_map(|base| {
+            let Some(key) = key else {
+                return locate(&self.text, &key_path(base));
+            };
+            ["", ".run", ".source"]
+                .iter()
+                .find_map(|nested| locate(&self.text, &key_path(&format!("{base}{nested}.{key}"))))
+        })
+    }
+}
