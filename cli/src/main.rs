@@ -71,6 +71,9 @@ fn main() -> ExitCode {
     let cli = match Cli::try_parse() {
         Ok(c) => c,
         Err(e) => {
+            if let Some(hint) = input_flag_hint(&e, std::env::args().skip(1).collect()) {
+                return usage(&hint);
+            }
             let code = if e.use_stderr() { EXIT_USAGE } else { 0 };
             let _ = e.print();
             return ExitCode::from(code);
@@ -106,6 +109,39 @@ fn main() -> ExitCode {
         Command::Serve(args) => serve::run(engine, args),
         Command::Worker { .. } => ExitCode::SUCCESS,
     }
+}
+
+/// For `runx skill DIR --name Ada`: runx itself takes inputs as flags, this runx as `-i`. The
+/// message says so instead of clap's tip to pass `--name` as a value.
+fn input_flag_hint(e: &clap::Error, args: Vec<String>) -> Option<String> {
+    use clap::error::{ContextKind, ContextValue, ErrorKind};
+    if e.kind() != ErrorKind::UnknownArgument || !args.iter().any(|a| a == "skill") {
+        return None;
+    }
+    let Some(ContextValue::String(arg)) = e.get(ContextKind::InvalidArg) else {
+        return None;
+    };
+    let flag = arg.strip_prefix("--")?;
+    let written = args.iter().find_map(|a| a.strip_prefix(&format!("{arg}=")));
+    let (name, value) = match flag.split_once('=').or(written.map(|v| (flag, v))) {
+        Some((name, value)) => (name, value.to_string()),
+        None => {
+            let next = args
+                .iter()
+                .skip_while(|a| *a != arg)
+                .nth(1)
+                .filter(|v| !v.starts_with('-'));
+            (flag, next.cloned().unwrap_or_else(|| "VALUE".to_string()))
+        }
+    };
+    let value = if value.is_empty() || value.contains(|c: char| c.is_whitespace() || c == '\'') {
+        format!("'{}'", value.replace('\'', r"'\''"))
+    } else {
+        value
+    };
+    Some(format!(
+        "`{arg}` is not a flag of `runx skill`; give an input with -i: `-i {name}={value}` (or all of them with `--inputs FILE`); `runx skill --help` lists the flags"
+    ))
 }
 
 fn init_tracing(verbose: u8) {

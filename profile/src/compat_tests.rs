@@ -63,9 +63,15 @@ fn runner_keys_are_read_shown_or_refused_with_their_line() {
 
     let (e, line, column) = err(&format!("{JS}    scopez: [x]\n"));
     assert!(e.contains("runners.r"), "{e}");
-    assert!(e.contains("`scopez` is not a runner key"), "{e}");
-    assert!(e.contains("keys runx runs: type, default"), "{e}");
+    assert!(
+        e.ends_with("`scopez` is not a runner key; did you mean `scopes`?"),
+        "{e}"
+    );
     assert_eq!((line, column), (Some(6), Some(5)), "{e}");
+    // With nothing near, every key is listed.
+    let (e, _, _) = err(&format!("{JS}    zzzzzzzz: [x]\n"));
+    assert!(e.contains("keys runx runs: type, default"), "{e}");
+    assert!(!e.contains("did you mean"), "{e}");
     let (e, line, _) = err(&format!("{JS}    instructions: be nice\n"));
     assert!(
         e.contains("`instructions` belongs in the package's SKILL.md"),

@@ -34,7 +34,7 @@ pub enum InputError {
         key: String,
     },
     /// An input has another JSON type than declared.
-    #[error("input `{key}` must be {}, but {} was given", with_article(expected.name()), with_article(actual))]
+    #[error("input `{key}` must be {}, but {} was given{}", with_article(expected.name()), with_article(actual), quote_hint(key, *expected, given.as_deref()))]
     WrongType {
         /// The input.
         key: String,
@@ -42,6 +42,9 @@ pub enum InputError {
         expected: ValueType,
         /// The type given.
         actual: &'static str,
+        /// The value given, as JSON text, when it is a short scalar a caller may have meant as
+        /// text (`42`, `true`, `null`).
+        given: Option<String>,
     },
     /// An input breaks its JSON Schema.
     #[error("input `{key}` does not match its schema: {details}")]
@@ -121,6 +124,17 @@ fn undeclared_message(runner: &str, key: &str, declared: &[String]) -> String {
         "input `{key}` is not declared by runner `{runner}`, which takes {takes}{}",
         runx_rules::did_you_mean(key, declared.iter().map(String::as_str))
     )
+}
+
+/// For a string input given a number, a boolean or null: how to give the same characters as
+/// text. `-i name=42` reads the value as JSON, so a caller who meant the text must quote it.
+fn quote_hint(key: &str, expected: ValueType, given: Option<&str>) -> String {
+    match given {
+        Some(text) if expected == ValueType::String => format!(
+            "; to give the text {text}, quote it: `-i '{key}=\"{text}\"'` on the command line, `\"{text}\"` in JSON"
+        ),
+        _ => String::new(),
+    }
 }
 
 /// ` at /a/0` for a place inside a value, nothing for the value itself.
@@ -317,7 +331,14 @@ fn resolve_declared(
             continue;
         };
         if !decl.ty.matches(value) {
+            let given = match value {
+                Value::Number(_) | Value::Bool(_) | Value::Null => {
+                    Some(value.to_string()).filter(|t| t.len() <= 40)
+                }
+                _ => None,
+            };
             return Err(InputError::WrongType {
+                given,
                 key: key.clone(),
                 expected: decl.ty,
                 actual: ValueType::describe(value),

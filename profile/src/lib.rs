@@ -83,7 +83,7 @@ pub use model::{
 };
 pub use numbers::{MAX_SAFE_INTEGER, long_integer_in, long_integer_in_map, unsafe_integer};
 pub use packet::{PACKET_ID_KEY, PacketRef};
-pub use parse::{load, parse, read_text};
+pub use parse::{load, parse, plain_types, read_text};
 pub use template::{Piece, pieces};
 pub use yaml::{TooDeep, check_depth};
 

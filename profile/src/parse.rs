@@ -175,8 +175,42 @@ fn yaml_error(file: &Path, e: serde_yaml_ng::Error) -> ProfileError {
         file: file.to_path_buf(),
         line: location.as_ref().map(|l| l.line()),
         column: location.as_ref().map(|l| l.column()),
-        message,
+        message: plain_types(&message),
     }
+}
+
+/// `message` with the Rust type names serde writes (`expected u64`) said in words a package
+/// author reads (`expected a whole number, 0 or more`).
+pub fn plain_types(message: &str) -> String {
+    const WORDS: &[(&str, &str)] = &[
+        ("u8", "a whole number, 0 or more"),
+        ("u16", "a whole number, 0 or more"),
+        ("u32", "a whole number, 0 or more"),
+        ("u64", "a whole number, 0 or more"),
+        ("usize", "a whole number, 0 or more"),
+        ("i32", "a whole number"),
+        ("i64", "a whole number"),
+        ("f32", "a number"),
+        ("f64", "a number"),
+    ];
+    let mut out = message.to_string();
+    for (rust, words) in WORDS {
+        for lead in ["expected ", "expected one of "] {
+            let from = format!("{lead}{rust}");
+            if let Some(at) = out.find(&from) {
+                let end = at + from.len();
+                // Only the whole word: `u64` but not `u64s`.
+                if out[end..]
+                    .chars()
+                    .next()
+                    .is_none_or(|c| !c.is_alphanumeric())
+                {
+                    out.replace_range(at..end, &format!("{lead}{words}"));
+                }
+            }
+        }
+    }
+    out
 }
 
 /// Names and types of runners whose declared type this runtime does not implement.

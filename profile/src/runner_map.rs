@@ -108,6 +108,17 @@ impl Visitor<'_> for ClosedKey<'_> {
             return Err(E::custom(message));
         }
         if !self.allowed.iter().any(|(_, keys)| keys.contains(&key)) {
+            let every = self
+                .allowed
+                .iter()
+                .flat_map(|(_, keys)| keys.iter().copied());
+            // A near miss is named alone; the whole list only helps when nothing is near.
+            if let Some(near) = runx_rules::nearest(key, every) {
+                return Err(E::custom(format!(
+                    "`{key}` is not a {}; did you mean `{near}`?",
+                    self.what
+                )));
+            }
             let sets: Vec<String> = self
                 .allowed
                 .iter()

@@ -323,6 +323,17 @@ fn runner_selection_rules() {
 }
 
 #[test]
+fn rust_type_names_never_reach_a_message() {
+    let e = err("skill: s\nrun:\n  type: javascript\n  module: a.mjs\n  timeout_seconds: -1\n");
+    assert!(e.ends_with("expected a whole number, 0 or more"), "{e}");
+    assert_eq!(plain_types("expected u64s"), "expected u64s");
+    assert_eq!(
+        plain_types("invalid type: string \"x\", expected f64"),
+        "invalid type: string \"x\", expected a number"
+    );
+}
+
+#[test]
 fn runner_types_runx_does_not_know_are_errors_with_the_nearest() {
     let e = err("skill: s\nrunners:\n  main:\n    type: javascrpt\n    module: a.mjs\n");
     assert!(e.starts_with("/pkg/X.yaml:4:"), "{e}");

@@ -18,7 +18,7 @@ pub struct BenchArgs {
 
 #[derive(clap::Subcommand)]
 enum BenchWhat {
-    /// Page throughput: a generated archive of ~250-byte records through a module that parses
+    /// Page throughput: a generated archive of ~270-byte records through a module that parses
     /// every record, with the split of the wall time.
     Pages(PagesArgs),
 }

@@ -57,7 +57,25 @@ fn print_map(indent: &str, title: &str, v: &Value, skip: &[&str]) {
     }
     outln!("{indent}{title}:");
     for (k, d) in entries {
-        outln!("{indent}  {k}: {}", without_nulls(d));
+        outln!("{indent}  {k}: {}", elide(without_nulls(d).to_string()));
+    }
+}
+
+/// Most characters of one value on a line; a graph block can be thousands.
+const SHOWN_CHARS: usize = 160;
+
+/// `text` cut after [`SHOWN_CHARS`] characters, saying how much was left out and where to find
+/// it.
+fn elide(text: String) -> String {
+    match text.char_indices().nth(SHOWN_CHARS) {
+        None => text,
+        Some((cut, _)) => {
+            let left = text[cut..].chars().count();
+            format!(
+                "{}… ({left} more characters; `--json` shows all)",
+                &text[..cut]
+            )
+        }
     }
 }
 
@@ -109,7 +127,7 @@ fn print_human(p: &Profile, doc: &Value) {
         }
         for key in ["pages", "args", "retry", "artifacts"] {
             if !r[key].is_null() {
-                outln!("  {key}: {}", without_nulls(&r[key]));
+                outln!("  {key}: {}", elide(without_nulls(&r[key]).to_string()));
             }
         }
         print_map("  ", "inputs", &r["inputs"], &[]);
@@ -157,4 +175,22 @@ fn engine_line(engine: &Value) -> String {
         "{name} ({how}; `--engine` overrides; this runx has {}{missing})",
         built.join(", ")
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{SHOWN_CHARS, elide};
+
+    #[test]
+    fn long_values_are_cut_at_a_character_and_say_so() {
+        assert_eq!(elide("short".into()), "short");
+        let long = "é".repeat(SHOWN_CHARS + 40);
+        let cut = elide(long);
+        assert!(cut.starts_with(&"é".repeat(SHOWN_CHARS)), "{cut}");
+        assert!(
+            cut.ends_with("… (40 more characters; `--json` shows all)"),
+            "{cut}"
+        );
+        assert_eq!(elide("x".repeat(SHOWN_CHARS)), "x".repeat(SHOWN_CHARS));
+    }
 }

@@ -33,8 +33,13 @@ pub fn resolve_command(
 
     if command.contains('/') {
         let given = Path::new(command);
+        // `./bin/x.sh` names `bin/x.sh` of the package: printed as such, never as `pkg/./bin`.
+        let given: PathBuf = given
+            .components()
+            .filter(|c| !matches!(c, std::path::Component::CurDir))
+            .collect();
         let candidate = if given.is_absolute() {
-            given.to_path_buf()
+            given
         } else {
             base_dir.join(given)
         };

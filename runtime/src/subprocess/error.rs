@@ -12,7 +12,8 @@ use std::path::PathBuf;
 pub enum SubprocessError {
     /// The command could not be located or is not executable.
     #[error(
-        "command `{command}` cannot be started: {reason}; install it, fix the command path, or adjust PATH"
+        "command `{command}` cannot be started: {reason}; {}",
+        if command.contains('/') { "fix the path in `command:` (a relative path is read from the package directory)" } else { "install it, or give its path in `command:`" }
     )]
     NotFound {
         /// The command as declared.
