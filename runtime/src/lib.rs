@@ -53,6 +53,10 @@
 //! // cli-tool process group) and the run ends `interrupted`, with its receipt.
 //! ```
 //!
+//! [`Runtime::plan`] answers what a step would do (its argv, module closure, pages, limits)
+//! without starting a worker or a process and without a receipt, and refuses what
+//! [`Runtime::run`] would refuse, with the same failure.
+//!
 //! Graph runners in other languages reach the same warm runtime through `runx serve`
 //! (the `runx-serve` crate): JSON-RPC 2.0 over stdio, one step per `run` request.
 #![deny(unsafe_code)]

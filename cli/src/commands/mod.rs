@@ -1,6 +1,7 @@
 //! One file per command, each with its own flags (uv keeps its commands so).
 
 pub mod bench;
+pub mod dry_run;
 pub mod harness;
 pub mod inspect;
 pub mod receipt;

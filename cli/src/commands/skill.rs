@@ -1,13 +1,15 @@
 //! `runx skill DIR [RUNNER]`: one run of one runner, its output on stdout and a summary on
-//! stderr (or one JSON object with `--json`).
+//! stderr (or one JSON object with `--json`); with `--dry-run`, what the run would do, and
+//! nothing run (the plan's text is `dry_run`'s).
 
+use super::dry_run;
 use crate::exit::usage;
 use crate::inputs::read_inputs;
-use crate::keys::{SignArgs, keys};
+use crate::keys::{Keys, SignArgs, keys};
 use crate::output::print_json;
 use crate::{launch, progress, signals};
-use runx_runtime::{RunOutcome, RunRequest};
-use serde_json::Map;
+use runx_runtime::{RunError, RunOutcome, RunRequest};
+use serde_json::{Map, Value};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -38,6 +40,10 @@ pub struct SkillArgs {
     /// Write the receipt under DIR instead of `.runx/receipts` of the working directory.
     #[arg(long, value_name = "DIR")]
     pub receipt_dir: Option<PathBuf>,
+    /// Show what the run would do (argv, cwd, environment names, staged files, module closure,
+    /// artifact and pages, limits) without starting anything or writing a receipt.
+    #[arg(long)]
+    pub dry_run: bool,
     #[command(flatten)]
     pub sign: SignArgs,
 }
@@ -74,12 +80,13 @@ pub fn run(args: SkillArgs, engine: Option<&str>) -> ExitCode {
         }
     };
     let inputs = read_inputs(args.inputs.as_deref(), &args.input, &args.input_json);
+    if args.dry_run {
+        return dry_run(&args, dir, engine, keys, inputs);
+    }
     // Signals are routed to the runtime only now: until the inputs are read (stdin may wait on
     // a terminal) there is nothing to clean up and the default action ends runx.
     let rt = launch::runtime(engine, keys);
-    let mut req = RunRequest::new(package_dir(dir), Map::new());
-    req.runner = args.runner.clone();
-    req.receipt_dir = args.receipt_dir.clone();
+    let mut req = request(&args, dir);
     let outcome = match inputs {
         Ok(inputs) => {
             req.inputs = inputs;
@@ -101,6 +108,54 @@ pub fn run(args: SkillArgs, engine: Option<&str>) -> ExitCode {
         return ExitCode::from(code);
     }
     ExitCode::from(outcome.exit_code() as u8)
+}
+
+/// `--dry-run`: plans the run `args` ask for and prints the plan, or the failure the run would
+/// be refused with (without its receipt), and exits as the refused run would.
+fn dry_run(
+    args: &SkillArgs,
+    dir: &Path,
+    engine: Option<&str>,
+    keys: Keys,
+    inputs: Result<Map<String, Value>, RunError>,
+) -> ExitCode {
+    // Nothing is started, so there is nothing for a signal to clean up: its default action
+    // ends runx at once.
+    let rt = launch::configured_runtime(engine, keys);
+    let mut req = request(args, dir);
+    let outcome = match inputs {
+        Ok(inputs) => {
+            req.inputs = inputs;
+            rt.plan(&req)
+        }
+        Err(e) => rt.refuse_plan(&req, e),
+    };
+    if args.json {
+        print_json(&runx_runtime::plan_json(&outcome));
+    } else {
+        match &outcome.result {
+            Ok(plan) => dry_run::print_plan(plan),
+            Err(e) => {
+                errln!(
+                    "runx: {} failed ({}/{}): {}",
+                    subject(&outcome.skill, &outcome.runner),
+                    e.kind,
+                    e.code,
+                    e.message
+                );
+                errln!("runx: dry run: nothing was started and no receipt was written");
+            }
+        }
+    }
+    ExitCode::from(u8::try_from(outcome.exit_code()).unwrap_or(1))
+}
+
+/// The request for the run `args` ask for, its inputs not yet read.
+fn request(args: &SkillArgs, dir: &Path) -> RunRequest {
+    let mut req = RunRequest::new(package_dir(dir), Map::new());
+    req.runner = args.runner.clone();
+    req.receipt_dir = args.receipt_dir.clone();
+    req
 }
 
 /// The package directory `dir` names: `dir` itself, or, for a bare name that is not a
