@@ -6,6 +6,7 @@
 //!   `serve`), each with its own flags;
 //! - `inputs`: `-i KEY=VALUE`, `--input-json` and `--inputs FILE|-` turned into an input object;
 //! - `keys`, `launch`: receipt keys from flags and the environment; this process's runtime;
+//! - `package`: the package directory a command names (a bare name as `skills/NAME`);
 //! - `signals`, `output`, `progress`, `exit`: signals routed to the runtime, printing that ends
 //!   quietly on a closed stdout, the progress bar, the usage exit.
 
@@ -24,6 +25,7 @@ mod exit;
 mod inputs;
 mod keys;
 mod launch;
+mod package;
 mod progress;
 mod signals;
 

@@ -14,6 +14,7 @@
 //! |---|---|
 //! | `runtime` | [`Runtime`], [`RunRequest`], [`RunOutcome`]: one step, start to receipt |
 //! | `check` | [`Runtime::check`]: a package's mistakes before any run, with their places |
+//! | `plan` | [`Runtime::plan`], [`Plan`]: what a run would do, resolved without running |
 //! | `runner` | the javascript, paged and cli-tool runners |
 //! | `record` | what a run's receipt records: who ran, how the run closed, which engine |
 //! | `environment` | where environment values come from; the declared-names check |
@@ -53,6 +54,10 @@
 //! // cli-tool process group) and the run ends `interrupted`, with its receipt.
 //! ```
 //!
+//! [`Runtime::plan`] answers what a step would do (its argv, module closure, pages, limits)
+//! without starting a worker or a process and without a receipt, and refuses what
+//! [`Runtime::run`] would refuse, with the same failure.
+//!
 //! Graph runners in other languages reach the same warm runtime through `runx serve`
 //! (the `runx-serve` crate): JSON-RPC 2.0 over stdio, one step per `run` request.
 #![deny(unsafe_code)]
@@ -63,6 +68,7 @@ mod check;
 mod environment;
 mod failure;
 mod framing;
+mod plan;
 mod pools;
 mod progress;
 mod record;
@@ -76,13 +82,17 @@ pub use check::{Checked, CheckedRunner, Problem, Severity};
 pub use environment::{EnvSource, FIXED_BASELINE};
 pub use failure::{FailureKind, RunError};
 pub use framing::{Framer, FramingError, Page, PageBudget};
+pub use plan::{
+    ArtifactPlan, EnvName, EnvNames, EnvOrigin, HiddenValues, ModuleFile, ModulePlan, PagePlan,
+    PageStop, Plan, PlanOutcome, PlannedPage, ProcessPlan,
+};
 pub use pools::{
     ALLOW_NO_SECCOMP_ENV, DEFAULT_ENGINE, MAX_WORKERS, WORKER_ENV, check_engine,
     current_exe_worker, discover_worker, engines_built, worker_main,
 };
 pub use progress::{PageProgress, ProgressSink};
 pub use record::{Closure, engine_record};
-pub use report::{console_json, describe_json, refused_json, run_json, stderr_json};
+pub use report::{console_json, describe_json, plan_json, refused_json, run_json, stderr_json};
 pub use runner::cli_tool::WORKSPACE_CWD_TOKEN;
 pub use runtime::{RunOutcome, RunRequest, Runtime, default_workspace};
 /// The cancellation token of one run ([`RunRequest::cancel`]).
@@ -91,7 +101,7 @@ pub use runx_worker::CancelToken;
 pub use runx_worker::WorkerCommand;
 /// The console output of a javascript run ([`RunOutcome::log`]).
 pub use runx_worker::{ConsoleLog, LogLine};
-pub use subprocess::{BASELINE_ENV, CGROUP_ENV, Capture, SubprocessError};
+pub use subprocess::{BASELINE_ENV, CGROUP_ENV, Capture, StagedFile, SubprocessError};
 
 /// Property-test settings: `default` cases, or as many as `PROPTEST_CASES` says (the long runs
 /// recorded in the docs set it to 1,000,000).

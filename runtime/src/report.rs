@@ -1,8 +1,10 @@
 //! The JSON objects runx answers with: a run's result (what `runx skill --json` prints and a
-//! step server returns for `run`) and a package's description (`runx skill inspect --json`,
+//! step server returns for `run`), a dry run's plan (`runx skill --dry-run --json`) and a
+//! package's description (`runx skill inspect --json`,
 //! a step server's `inspect`). Built here once, so every caller prints the same bytes.
 
 use crate::failure::RunError;
+use crate::plan::PlanOutcome;
 use crate::pools::{DEFAULT_ENGINE, engines_built};
 use crate::runtime::RunOutcome;
 use crate::subprocess::Capture;
@@ -24,6 +26,25 @@ pub fn run_json(o: &RunOutcome) -> Value {
         "error": o.error(),
         "console": console_json(&o.log),
         "stderr": o.stderr.as_ref().map(stderr_json),
+    })
+}
+
+/// A dry run ([`crate::Runtime::plan`]): `{"dry_run": true, "status", "skill", "runner", "plan",
+/// "error"}`, where `status` is `ready` (the run could start; `plan` is the
+/// [`Plan`](crate::Plan) and
+/// `error` is `null`) or `failure` (`plan` is `null` and `error` is `{"kind", "code",
+/// "message"}`, what the run would have been refused with).
+pub fn plan_json(o: &PlanOutcome) -> Value {
+    let plan = o.result.as_ref().map_err(Clone::clone).and_then(|plan| {
+        serde_json::to_value(plan).map_err(|e| RunError::internal("encode", e.to_string()))
+    });
+    let (status, plan, error) = match plan {
+        Ok(plan) => ("ready", Some(plan), None),
+        Err(e) => ("failure", None, Some(e)),
+    };
+    json!({
+        "dry_run": true, "status": status, "skill": o.skill, "runner": o.runner,
+        "plan": plan, "error": error,
     })
 }
 

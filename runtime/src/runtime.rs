@@ -307,6 +307,23 @@ impl Runtime {
     /// and checks its output contract; a `refused` run stops once the package and runner are
     /// known.
     fn execute(&self, req: &RunRequest, refused: Option<RunError>) -> (Identity, Ran) {
+        let (identity, ran) = self.with_step(req, refused, |step| {
+            let runner = step.runner;
+            checked(self.dispatch(step, &req.cancel), runner)
+        });
+        (identity, ran.unwrap_or_else(Ran::failed))
+    }
+
+    /// Loads the package, selects the runner, resolves its inputs and environment and hands
+    /// the step to `f`. A `refused` request stops once the package and runner are known. The
+    /// identity holds as much of the package and runner as was known when it stopped. A run
+    /// and a dry run ([`Runtime::plan`]) both start here, so they refuse alike.
+    pub(crate) fn with_step<T>(
+        &self,
+        req: &RunRequest,
+        refused: Option<RunError>,
+        f: impl FnOnce(Step<'_>) -> T,
+    ) -> (Identity, Result<T, RunError>) {
         let mut identity = Identity {
             skill: String::new(),
             version: String::new(),
@@ -316,28 +333,25 @@ impl Runtime {
         };
         let profile = match runx_profile::load(&req.dir) {
             Ok(p) => p,
-            Err(e) => return (identity, Ran::failed(refused.unwrap_or_else(|| e.into()))),
+            Err(e) => return (identity, Err(refused.unwrap_or_else(|| e.into()))),
         };
         identity.skill = profile.skill.clone();
         identity.version = profile.version.clone();
         identity.profile_digest = Some(profile.digest.clone());
         let runner = match profile.runner(req.runner.as_deref()) {
             Ok(r) => r,
-            Err(e) => return (identity, Ran::failed(refused.unwrap_or_else(|| e.into()))),
+            Err(e) => return (identity, Err(refused.unwrap_or_else(|| e.into()))),
         };
         identity.runner = runner.name.clone();
         identity.runner_type = Some(runner.kind.runner_type());
         if let Some(error) = refused {
-            return (identity, Ran::failed(error));
+            return (identity, Err(error));
         }
         if req.cancel.is_cancelled() {
-            return (identity, Ran::failed(RunError::interrupted()));
+            return (identity, Err(RunError::interrupted()));
         }
-        let ran = match self.step(&profile, runner, req) {
-            Ok(step) => self.dispatch(step, &req.cancel),
-            Err(e) => Ran::failed(e),
-        };
-        (identity, checked(ran, runner))
+        let result = self.step(&profile, runner, req).map(f);
+        (identity, result)
     }
 
     /// The step for `runner`: its inputs resolved and its environment read.
@@ -379,12 +393,16 @@ impl Runtime {
     }
 
     fn dispatch(&self, step: Step<'_>, cancel: &CancelToken) -> Ran {
-        let ctx = RunContext {
+        dispatch(&self.context(cancel), step)
+    }
+
+    /// What this runtime lends a runner of a run cancelled by `cancel`.
+    pub(crate) fn context<'a>(&'a self, cancel: &'a CancelToken) -> RunContext<'a> {
+        RunContext {
             workers: &self.workers,
             cancel,
             instance: &self.instance,
-        };
-        dispatch(&ctx, step)
+        }
     }
 }
 

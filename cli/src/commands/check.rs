@@ -41,7 +41,7 @@ pub fn run(args: CheckArgs, engine: Option<&str>) -> ExitCode {
 
 /// The check of `dir`, a bare name found as `skills/NAME` as for a run.
 pub fn check_one(rt: &Runtime, dir: &std::path::Path) -> Checked {
-    match super::skill::find_package(dir) {
+    match crate::package::find_package(dir) {
         Ok(dir) => rt.check(&dir),
         Err(message) => Checked {
             dir: dir.to_path_buf(),

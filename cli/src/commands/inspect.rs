@@ -11,7 +11,7 @@ use std::process::ExitCode;
 /// Prints the description of the package in `dir` (one JSON object with `as_json`), then the
 /// problems the checks of `runx skill check` find.
 pub fn inspect(dir: &Path, as_json: bool, engine: Option<&str>) -> ExitCode {
-    let dir = match super::skill::find_package(dir) {
+    let dir = match crate::package::find_package(dir) {
         Ok(dir) => dir,
         Err(message) => return crate::exit::usage(&message),
     };

@@ -2,6 +2,7 @@
 
 pub mod bench;
 pub mod check;
+pub mod dry_run;
 pub mod harness;
 pub mod inspect;
 pub mod receipt;

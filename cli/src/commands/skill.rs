@@ -1,13 +1,15 @@
 //! `runx skill DIR [RUNNER]`: one run of one runner, its output on stdout and a summary on
-//! stderr (or one JSON object with `--json`).
+//! stderr (or one JSON object with `--json`); with `--dry-run`, what the run would do, and
+//! nothing run (the plan's text is `dry_run`'s).
 
+use super::dry_run;
 use crate::exit::usage;
 use crate::inputs::read_inputs;
-use crate::keys::{SignArgs, keys};
+use crate::keys::{Keys, SignArgs, keys};
 use crate::output::print_json;
 use crate::{launch, progress, signals};
-use runx_runtime::{RunOutcome, RunRequest};
-use serde_json::Map;
+use runx_runtime::{RunError, RunOutcome, RunRequest};
+use serde_json::{Map, Value};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -38,6 +40,10 @@ pub struct SkillArgs {
     /// Write the receipt under DIR instead of `.runx/receipts` of the working directory.
     #[arg(long, value_name = "DIR")]
     pub receipt_dir: Option<PathBuf>,
+    /// Show what the run would do (argv, cwd, environment names, staged files, module closure,
+    /// artifact and pages, limits) without starting anything or writing a receipt.
+    #[arg(long)]
+    pub dry_run: bool,
     #[command(flatten)]
     pub sign: SignArgs,
 }
@@ -65,7 +71,7 @@ pub fn run(args: SkillArgs, engine: Option<&str>) -> ExitCode {
     let Some(dir) = &args.dir else {
         return usage("name the skill package directory: runx skill DIR");
     };
-    let dir = match find_package(dir) {
+    let dir = match crate::package::find_package(dir) {
         Ok(dir) => dir,
         Err(message) => {
             if args.json {
@@ -91,12 +97,13 @@ pub fn run(args: SkillArgs, engine: Option<&str>) -> ExitCode {
         }
     };
     let inputs = read_inputs(args.inputs.as_deref(), &args.input, &args.input_json);
+    if args.dry_run {
+        return dry_run(&args, &dir, engine, keys, inputs);
+    }
     // Signals are routed to the runtime only now: until the inputs are read (stdin may wait on
     // a terminal) there is nothing to clean up and the default action ends runx.
     let rt = launch::runtime(engine, keys);
-    let mut req = RunRequest::new(dir, Map::new());
-    req.runner = args.runner.clone();
-    req.receipt_dir = args.receipt_dir.clone();
+    let mut req = request(&args, &dir);
     let outcome = match inputs {
         Ok(inputs) => {
             req.inputs = inputs;
@@ -120,69 +127,52 @@ pub fn run(args: SkillArgs, engine: Option<&str>) -> ExitCode {
     ExitCode::from(outcome.exit_code() as u8)
 }
 
-/// The package directory `dir` names, as [`package_dir`] finds it; when nothing is there, a
-/// message saying where it looked and naming the nearest package it saw.
-pub fn find_package(dir: &Path) -> Result<PathBuf, String> {
-    let found = package_dir(dir);
-    if std::fs::symlink_metadata(&found).is_ok() {
-        return Ok(found);
-    }
-    let name = dir
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    // Packages beside the one asked for: in its parent directory, and for a bare name in
-    // `skills/` too, named as the caller would name them.
-    let mut candidates: Vec<String> = Vec::new();
-    let mut look_in = |folder: &Path, shown: &dyn Fn(&str) -> String| {
-        if let Ok(entries) = std::fs::read_dir(folder) {
-            for entry in entries.flatten().take(10_000) {
-                let entry_name = entry.file_name().to_string_lossy().into_owned();
-                if entry.path().join(runx_profile::PROFILE_FILE).is_file() {
-                    candidates.push(shown(&entry_name));
-                }
+/// `--dry-run`: plans the run `args` ask for and prints the plan, or the failure the run would
+/// be refused with (without its receipt), and exits as the refused run would.
+fn dry_run(
+    args: &SkillArgs,
+    dir: &Path,
+    engine: Option<&str>,
+    keys: Keys,
+    inputs: Result<Map<String, Value>, RunError>,
+) -> ExitCode {
+    // Nothing is started, so there is nothing for a signal to clean up: its default action
+    // ends runx at once.
+    let rt = launch::configured_runtime(engine, keys);
+    let mut req = request(args, dir);
+    let outcome = match inputs {
+        Ok(inputs) => {
+            req.inputs = inputs;
+            rt.plan(&req)
+        }
+        Err(e) => rt.refuse_plan(&req, e),
+    };
+    if args.json {
+        print_json(&runx_runtime::plan_json(&outcome));
+    } else {
+        match &outcome.result {
+            Ok(plan) => dry_run::print_plan(plan),
+            Err(e) => {
+                errln!(
+                    "runx: {} failed ({}/{}): {}",
+                    subject(&outcome.skill, &outcome.runner),
+                    e.kind,
+                    e.code,
+                    e.message
+                );
+                errln!("runx: dry run: nothing was started and no receipt was written");
             }
         }
-    };
-    let parent = dir.parent().filter(|p| !p.as_os_str().is_empty());
-    look_in(parent.unwrap_or(Path::new(".")), &|n: &str| {
-        parent.map_or(n.to_string(), |p| p.join(n).display().to_string())
-    });
-    let looked = if is_bare(dir) {
-        look_in(Path::new("skills"), &|n: &str| n.to_string());
-        format!("neither `{name}` nor `skills/{name}` exists here")
-    } else {
-        format!("`{}` does not exist", dir.display())
-    };
-    candidates.sort();
-    candidates.dedup();
-    let wanted = dir.display().to_string();
-    Err(format!(
-        "no skill package `{wanted}`: {looked}{}",
-        runx_rules::did_you_mean(&wanted, candidates.iter().map(String::as_str))
-    ))
-}
-
-/// Whether `dir` is one plain name (`hello`), not a path.
-fn is_bare(dir: &Path) -> bool {
-    let mut parts = dir.components();
-    matches!(
-        (parts.next(), parts.next()),
-        (Some(std::path::Component::Normal(_)), None)
-    )
-}
-
-/// The package directory `dir` names: `dir` itself, or, for a bare name that is not a
-/// directory here, `skills/NAME` when that is one (the runx convention).
-pub fn package_dir(dir: &Path) -> PathBuf {
-    let bare = is_bare(dir);
-    if bare && !dir.is_dir() {
-        let conventional = Path::new("skills").join(dir);
-        if conventional.is_dir() {
-            return conventional;
-        }
     }
-    dir.to_path_buf()
+    ExitCode::from(u8::try_from(outcome.exit_code()).unwrap_or(1))
+}
+
+/// The request for the run `args` ask for, its inputs not yet read.
+fn request(args: &SkillArgs, dir: &Path) -> RunRequest {
+    let mut req = RunRequest::new(dir, Map::new());
+    req.runner = args.runner.clone();
+    req.receipt_dir = args.receipt_dir.clone();
+    req
 }
 
 fn report(o: &RunOutcome, as_json: bool) {

@@ -6,6 +6,7 @@ mod cli_tool;
 mod compat;
 mod containment;
 mod docs;
+mod dry_run;
 mod harness;
 mod javascript;
 mod pages;

@@ -38,16 +38,66 @@ fn prepare_and_run(
     tool: &CliToolRunner,
     provenance: &mut Provenance,
 ) -> Result<Produced, RunError> {
+    let invocation = invocation(step, tool)?;
+    // Dropping `files` removes the staged inputs, whatever happens next.
+    let (files, staged) = subprocess::stage_inputs(&step.inputs)?;
+    let spec = process_spec(step, tool, &invocation, staged)?;
+    let (outcome, attempts) = run_with_retry(ctx, tool, &spec)?;
+    drop(files);
+    provenance.process = Some(process_record(&spec, &outcome, attempts));
+    let result = conclude(tool, step.runner, &outcome);
+    provenance.stderr = Some(outcome.stderr);
+    result
+}
+
+/// One argument as the process receives it, and as a dry run shows it.
+pub(crate) struct Argument {
+    /// The text the process receives.
+    pub value: String,
+    /// The same text with each declared environment value left as its `{{env.NAME}}`
+    /// placeholder: what may be printed.
+    pub shown: String,
+    /// The declared environment names whose values `value` holds and `shown` does not.
+    pub hidden: Vec<String>,
+}
+
+impl Argument {
+    /// Appends text that may be shown.
+    fn push(&mut self, text: &str) {
+        self.value.push_str(text);
+        self.shown.push_str(text);
+    }
+}
+
+/// What a cli-tool run starts with before its inputs are staged: its arguments, expanded
+/// from their templates, and its working directory.
+pub(crate) struct Invocation {
+    pub args: Vec<Argument>,
+    pub cwd: PathBuf,
+}
+
+/// The arguments and working directory of `step`, or why the run cannot start.
+pub(crate) fn invocation(step: &Step<'_>, tool: &CliToolRunner) -> Result<Invocation, RunError> {
     let runner = step.runner;
     let args = tool
         .args
         .iter()
         .map(|a| expand(a, runner, &step.inputs, &step.environment, step.workspace))
-        .map(|a| a.map(OsString::from))
         .collect::<Result<Vec<_>, _>>()?;
     let cwd = working_directory(tool, runner, &step.profile.dir, step.workspace)?;
-    // Dropping `files` removes the staged inputs, whatever happens next.
-    let (files, mut staged) = subprocess::stage_inputs(&step.inputs)?;
+    Ok(Invocation { args, cwd })
+}
+
+/// The process to start: the environment rebuilt around the `staged` input pairs and the
+/// runtime's variables, the program looked up through that environment's `PATH`, and what
+/// `execve` will be handed checked.
+pub(crate) fn process_spec(
+    step: &Step<'_>,
+    tool: &CliToolRunner,
+    invocation: &Invocation,
+    mut staged: Vec<(String, String)>,
+) -> Result<ProcessSpec, RunError> {
+    let runner = step.runner;
     staged.extend(step.transport.iter().cloned());
     let baseline = |name: &str| step.env.baseline(name, step.workspace);
     let env = subprocess::build_env(
@@ -63,6 +113,11 @@ fn prepare_and_run(
         .map(|(_, v)| v.clone());
     let program =
         subprocess::resolve_command(&tool.command, path_var.as_deref(), &step.profile.dir)?;
+    let args: Vec<OsString> = invocation
+        .args
+        .iter()
+        .map(|a| OsString::from(&a.value))
+        .collect();
     subprocess::check_exec(&program, &args, &tool.args, &env)?;
     let stdin = match tool.input_mode {
         InputMode::Stdin => Some(
@@ -71,22 +126,16 @@ fn prepare_and_run(
         ),
         InputMode::Closed | InputMode::Args => None,
     };
-    let spec = ProcessSpec {
+    Ok(ProcessSpec {
         program,
         args,
-        cwd,
+        cwd: invocation.cwd.clone(),
         env,
         stdin,
         timeout: runner.timeout,
         grace: Duration::from_millis(KILL_GRACE.max),
         capture_limit: usize::try_from(CAPTURE_BYTES.max).unwrap_or(usize::MAX),
-    };
-    let (outcome, attempts) = run_with_retry(ctx, tool, &spec)?;
-    drop(files);
-    provenance.process = Some(process_record(&spec, &outcome, attempts));
-    let result = conclude(tool, runner, &outcome);
-    provenance.stderr = Some(outcome.stderr);
-    result
+    })
 }
 
 /// The working directory: the package directory, a path relative to it, or the workspace
@@ -263,23 +312,28 @@ fn stdout_output(stdout: &[u8]) -> (Value, bool) {
 
 /// Expands the placeholders of one argument ([`template`]): an input given at run time, declared
 /// or not, gives its value (a declared input not given gives nothing); an input neither declared
-/// nor given, an undeclared environment name or a broken template fails before spawn.
+/// nor given, an undeclared environment name or a broken template fails before spawn. The value
+/// of a declared environment name is kept out of [`Argument::shown`].
 fn expand(
     arg: &str,
     runner: &Runner,
     inputs: &Map<String, Value>,
     env: &BTreeMap<String, String>,
     workspace: &Path,
-) -> Result<String, RunError> {
+) -> Result<Argument, RunError> {
     let bad = |m: String| RunError::new(FailureKind::Profile, "template", m);
-    let mut out = String::new();
+    let mut out = Argument {
+        value: String::new(),
+        shown: String::new(),
+        hidden: Vec::new(),
+    };
     for piece in runx_profile::pieces(arg).map_err(bad)? {
         match piece {
-            Piece::Text(text) => out.push_str(text),
+            Piece::Text(text) => out.push(text),
             Piece::Input(name) => match inputs.get(name) {
-                Some(Value::String(s)) => out.push_str(s),
+                Some(Value::String(s)) => out.push(s),
                 Some(Value::Null) => {}
-                Some(v) => out.push_str(&v.to_string()),
+                Some(v) => out.push(&v.to_string()),
                 None if runner.inputs.contains_key(name) => {}
                 None => {
                     return Err(bad(format!(
@@ -288,10 +342,17 @@ fn expand(
                     )));
                 }
             },
-            Piece::AllInputs => out.push_str(&Value::Object(inputs.clone()).to_string()),
-            Piece::Env("RUNX_CWD") => out.push_str(&workspace.display().to_string()),
+            Piece::AllInputs => out.push(&Value::Object(inputs.clone()).to_string()),
+            Piece::Env("RUNX_CWD") => out.push(&workspace.display().to_string()),
+            // A name that is not set gives nothing, and there is nothing to hide.
             Piece::Env(name) if runner.environment.declares(name) => {
-                out.push_str(env.get(name).map(String::as_str).unwrap_or(""));
+                if let Some(value) = env.get(name) {
+                    out.value.push_str(value);
+                    out.shown.push_str(&format!("{{{{env.{name}}}}}"));
+                    if !out.hidden.iter().any(|h| h == name) {
+                        out.hidden.push(name.to_string());
+                    }
+                }
             }
             Piece::Env(name) => {
                 return Err(bad(format!(
@@ -337,7 +398,7 @@ mod tests {
     fn expand_with(arg: &str, inputs: serde_json::Value) -> Result<String, RunError> {
         let inputs = inputs.as_object().cloned().unwrap_or_default();
         let env = BTreeMap::from([("STAGE".to_string(), "test".to_string())]);
-        expand(arg, &runner(), &inputs, &env, Path::new("/ws"))
+        expand(arg, &runner(), &inputs, &env, Path::new("/ws")).map(|a| a.value)
     }
 
     #[test]

@@ -14,8 +14,8 @@
 
 pub(crate) mod cli_tool;
 mod javascript;
-mod module;
-mod paged;
+pub(crate) mod module;
+pub(crate) mod paged;
 pub(crate) mod step;
 
 use runx_profile::RunnerKind;

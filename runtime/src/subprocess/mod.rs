@@ -2,7 +2,7 @@
 //! data and functions (the profile and the runner decide what runs; this runs it).
 //!
 //! - `stage`: the input object delivered as files in a private `0700` directory, plus inline
-//!   mirrors ([`stage_inputs`]);
+//!   mirrors ([`stage_inputs`]), computed before anything is written ([`plan_staging`]);
 //! - `env`: the deny-by-default child environment ([`build_env`]);
 //! - `command`: finding the executable without a shell ([`resolve_command`]);
 //! - `supervise`: the process in its own group, stdin fed, the timeout and cancellation
@@ -28,8 +28,8 @@ pub use command::{check_exec, resolve_command};
 pub use descendants::CGROUP_ENV;
 pub use env::{BASELINE_ENV, build_env};
 pub use error::SubprocessError;
-pub use stage::stage_inputs;
-pub use supervise::{ProcessOutcome, ProcessSpec, Termination, run};
+pub use stage::{StagedFile, plan_staging, stage_inputs, staging_dir_example};
+pub use supervise::{ProcessOutcome, ProcessSpec, Termination, check_cwd, run};
 
 #[cfg(test)]
 mod run_tests;

@@ -5,7 +5,7 @@ use std::fs;
 use std::io::{self, Write};
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::process::{CommandExt, ExitStatusExt};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::mpsc;
 use std::thread;
@@ -92,21 +92,7 @@ pub struct ProcessOutcome {
 /// The child is always reaped and its process group is always SIGKILLed once
 /// the leader has exited, so no descendant that stayed in the group survives.
 pub fn run(spec: &ProcessSpec, cancel: &CancelToken) -> Result<ProcessOutcome, SubprocessError> {
-    match fs::metadata(&spec.cwd) {
-        Err(e) => {
-            return Err(SubprocessError::Cwd {
-                path: spec.cwd.clone(),
-                reason: format!("cannot be used ({e})"),
-            });
-        }
-        Ok(meta) if !meta.is_dir() => {
-            return Err(SubprocessError::Cwd {
-                path: spec.cwd.clone(),
-                reason: "is not a directory".to_string(),
-            });
-        }
-        Ok(_) => {}
-    }
+    check_cwd(&spec.cwd)?;
 
     // Only this run's processes carry its staging path: it tells its orphans from others'.
     let marker = spec
@@ -153,6 +139,21 @@ pub fn run(spec: &ProcessSpec, cancel: &CancelToken) -> Result<ProcessOutcome, S
             let _ = child.wait();
             Err(err)
         }
+    }
+}
+
+/// Checks that `cwd` exists and is a directory, as a process started there needs.
+pub fn check_cwd(cwd: &Path) -> Result<(), SubprocessError> {
+    match fs::metadata(cwd) {
+        Err(e) => Err(SubprocessError::Cwd {
+            path: cwd.to_path_buf(),
+            reason: format!("cannot be used ({e})"),
+        }),
+        Ok(meta) if !meta.is_dir() => Err(SubprocessError::Cwd {
+            path: cwd.to_path_buf(),
+            reason: "is not a directory".to_string(),
+        }),
+        Ok(_) => Ok(()),
     }
 }
 

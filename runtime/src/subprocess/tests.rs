@@ -108,6 +108,42 @@ fn input_key_without_alphanumerics_is_rejected() {
 }
 
 #[test]
+fn a_planned_staging_is_what_a_run_writes_and_writes_nothing() {
+    let big = "z".repeat(usize::try_from(INPUT_INLINE.max).unwrap() + 1);
+    let inputs = obj(json!({"thread.title": "hi", "n": 3, "blob": big}));
+    let planned = plan_staging(&inputs).unwrap();
+    let example = staging_dir_example();
+    let planned_env = planned.env(&example);
+    assert!(!Path::new(&example).exists(), "planning wrote a directory");
+    let (files, env) = stage_inputs(&inputs).unwrap();
+    let real = files.dir().display().to_string();
+    assert_eq!(real.len(), example.len(), "{real} {example}");
+    // The same variables, with the same values once the directory is the same.
+    let moved: Vec<(String, String)> = planned_env
+        .into_iter()
+        .map(|(k, v)| (k, v.replace(&example, &real)))
+        .collect();
+    assert_eq!(moved, env);
+    // The files listed are the files written, with their sizes.
+    let mut written: Vec<(String, u64)> = fs::read_dir(files.dir())
+        .unwrap()
+        .map(|e| {
+            let e = e.unwrap();
+            let name = e.file_name().to_string_lossy().into_owned();
+            (name, e.metadata().unwrap().len())
+        })
+        .collect();
+    written.sort();
+    let mut listed: Vec<(String, u64)> = planned
+        .files()
+        .into_iter()
+        .map(|f| (f.name, f.bytes))
+        .collect();
+    listed.sort();
+    assert_eq!(listed, written);
+}
+
+#[test]
 fn small_inputs_get_paths_and_inline_mirrors() {
     let inputs = obj(json!({"thread.title": "Hello \u{1F600}", "count": 3, "tags": ["a", "b"]}));
     let (files, env) = stage_inputs(&inputs).unwrap();

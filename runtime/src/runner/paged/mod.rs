@@ -24,10 +24,13 @@ mod snapshot_framer;
 
 use crate::artifact;
 use crate::failure::RunError;
+use crate::framing::PageBudget;
 use crate::runner::module::Module;
 use crate::runner::step::{Produced, Provenance, Ran, RunContext, Step};
+pub(crate) use page::At;
 use page::{Framed, Settled, Unanswered, Walk, ms};
-use page_loop::PageLoop;
+pub(crate) use page_loop::too_many_pages;
+use page_loop::{PageLoop, page_budget};
 use queue::{ConsumerGuard, PageQueue};
 use runx_profile::{JsRunner, PageSource, PagesDecl, PathScope};
 use runx_receipts::{ArtifactProvenance, digest};
@@ -35,6 +38,7 @@ use send_ahead::SendAhead;
 use serde_json::Value;
 use snapshot_framer::SnapshotFramer;
 use std::collections::VecDeque;
+use std::path::PathBuf;
 use std::sync::mpsc::Sender;
 use std::time::Instant;
 
@@ -53,6 +57,51 @@ pub(crate) fn run(ctx: &RunContext<'_>, step: Step<'_>, js: &JsRunner, pages: &P
     Ran { result, provenance }
 }
 
+/// What every call of a paged run starts from: the input object the module sees, encoded once
+/// (neither path input: the runtime owns the file), its digest, and where the artifact is.
+pub(crate) struct PagedStart {
+    pub base: Vec<u8>,
+    pub input_digest: String,
+    /// The artifact path as given.
+    pub path: String,
+    /// The directory it is relative to: the workspace or the package.
+    pub root: PathBuf,
+}
+
+impl PagedStart {
+    /// The start of a paged run of `step`'s runner over `pages`.
+    pub(crate) fn of(step: &Step<'_>, pages: &PagesDecl) -> Result<PagedStart, RunError> {
+        // Input resolution checked the page inputs; their absence here would be a runtime bug.
+        let Some(PageSource { path, scope }) = &step.page_source else {
+            return Err(RunError::internal(
+                "page_source",
+                "a paged run reached the page loop without its artifact path",
+            ));
+        };
+        let mut inputs = step.inputs.clone();
+        inputs.remove(&pages.path_from);
+        inputs.remove(&pages.path_scope_from);
+        let root = match scope {
+            PathScope::Workspace => step.workspace.to_path_buf(),
+            PathScope::Skill => step.profile.dir.clone(),
+        };
+        let base_value = Value::Object(inputs);
+        let base = serde_json::to_vec(&base_value)
+            .map_err(|e| RunError::internal("encode", e.to_string()))?;
+        Ok(PagedStart {
+            base,
+            input_digest: digest(&base_value),
+            path: path.clone(),
+            root,
+        })
+    }
+
+    /// The framing budget of its pages, for calls under `module`'s limits.
+    pub(crate) fn budget(&self, pages: &PagesDecl, module: &Module) -> PageBudget {
+        page_budget(pages, &module.limits, self.base.len())
+    }
+}
+
 fn admit_and_loop(
     ctx: &RunContext<'_>,
     step: Step<'_>,
@@ -61,35 +110,10 @@ fn admit_and_loop(
     module: Module,
     provenance: &mut Provenance,
 ) -> Result<Produced, RunError> {
-    let Step {
-        profile,
-        mut inputs,
-        environment,
-        workspace,
-        progress,
-        page_source,
-        ..
-    } = step;
-    // Input resolution checked the page inputs; their absence here would be a runtime bug.
-    let Some(PageSource { path, scope }) = page_source else {
-        return Err(RunError::internal(
-            "page_source",
-            "a paged run reached the page loop without its artifact path",
-        ));
-    };
-    // The module sees neither path input: the runtime owns the file.
-    inputs.remove(&pages.path_from);
-    inputs.remove(&pages.path_scope_from);
-    let root = match scope {
-        PathScope::Workspace => workspace.to_path_buf(),
-        PathScope::Skill => profile.dir.clone(),
-    };
-    let base_value = Value::Object(inputs);
-    provenance.input_digest = Some(digest(&base_value));
-    let base =
-        serde_json::to_vec(&base_value).map_err(|e| RunError::internal("encode", e.to_string()))?;
+    let start = PagedStart::of(&step, pages)?;
+    provenance.input_digest = Some(start.input_digest.clone());
     let started = Instant::now();
-    let artifact = artifact::admit(&path, &root, ctx.instance)?;
+    let artifact = artifact::admit(&start.path, &start.root, ctx.instance)?;
     let mut walk = Walk {
         record: ArtifactProvenance {
             artifact_ref: artifact.artifact_ref.clone(),
@@ -110,9 +134,9 @@ fn admit_and_loop(
         pages,
         export: js.export.clone(),
         module,
-        base,
-        environment,
-        progress,
+        base: start.base,
+        environment: step.environment,
+        progress: step.progress,
         run: runx_worker::PagePayload::new_run(),
     };
     let result = walk_pages(&page_loop, &mut walk);

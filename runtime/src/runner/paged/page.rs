@@ -70,7 +70,7 @@ pub(super) enum Settled {
 
 /// Where a page failed, for the error message and the receipt.
 #[derive(Clone, Copy, Debug)]
-pub(super) struct At {
+pub(crate) struct At {
     pub index: u32,
     pub offset: u64,
 }
@@ -79,6 +79,11 @@ impl At {
     pub(super) fn fail(self, record: &mut ArtifactProvenance, e: RunError) -> RunError {
         record.failed_page_index = Some(self.index);
         record.failed_offset = Some(self.offset);
+        self.locate(e)
+    }
+
+    /// `e` as the failure of this page: its message starts with where the page is.
+    pub(crate) fn locate(self, e: RunError) -> RunError {
         e.context(format_args!(
             "page {} (byte offset {})",
             self.index, self.offset

@@ -24,6 +24,31 @@ const META_RESERVE: usize = 16 * 1024;
 /// Bytes of offset table per record in the transport.
 const PER_RECORD_OVERHEAD: usize = 4;
 
+/// The framing budget of a page of `pages` in a call under `limits` whose other inputs take
+/// `base_bytes`: the records get what the call's input allows once the other inputs, the page
+/// metadata and the largest state are counted.
+pub(crate) fn page_budget(pages: &PagesDecl, limits: &Limits, base_bytes: usize) -> PageBudget {
+    let state_room = usize::try_from(STATE_BYTES.max).unwrap_or(usize::MAX);
+    PageBudget {
+        page_bytes: pages.page_bytes,
+        payload_bytes: limits
+            .input_bytes
+            .saturating_sub(base_bytes + META_RESERVE + state_room),
+        per_record_overhead: PER_RECORD_OVERHEAD,
+    }
+}
+
+/// The failure of a run that reaches a page past [`PAGE_COUNT`].
+pub(crate) fn too_many_pages() -> RunError {
+    RunError::limit(
+        &PAGE_COUNT,
+        format!(
+            "a run may deliver at most {} pages; use larger page_bytes",
+            PAGE_COUNT.max
+        ),
+    )
+}
+
 /// Everything the loop needs that does not change from page to page.
 pub(super) struct PageLoop<'a> {
     pub pool: &'a Pool,
@@ -112,14 +137,7 @@ impl PageLoop<'_> {
     ) -> Result<Reply, RunError> {
         let at = At::of(&prepared.page);
         if u64::from(at.index) >= PAGE_COUNT.max {
-            let e = RunError::limit(
-                &PAGE_COUNT,
-                format!(
-                    "a run may deliver at most {} pages; use larger page_bytes",
-                    PAGE_COUNT.max
-                ),
-            );
-            return Err(at.fail(&mut walk.record, e));
+            return Err(at.fail(&mut walk.record, too_many_pages()));
         }
         let state_json = serde_json::to_string(&walk.state)
             .map_err(|e| RunError::internal("encode", e.to_string()))?;
@@ -186,16 +204,7 @@ impl PageLoop<'_> {
     /// What one page may hold: the declared page size, and what is left of the worker's input
     /// limit once the base inputs, the page metadata and the largest state are accounted for.
     pub(super) fn budget(&self) -> PageBudget {
-        let state_room = usize::try_from(STATE_BYTES.max).unwrap_or(usize::MAX);
-        PageBudget {
-            page_bytes: self.pages.page_bytes,
-            payload_bytes: self
-                .module
-                .limits
-                .input_bytes
-                .saturating_sub(self.base.len() + META_RESERVE + state_room),
-            per_record_overhead: PER_RECORD_OVERHEAD,
-        }
+        page_budget(self.pages, &self.module.limits, self.base.len())
     }
 
     /// Lays a page's records out for the worker and hashes its byte range; the range of the map

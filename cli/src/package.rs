@@ -1,0 +1,70 @@
+//! Finding the package a command names: a directory, or a bare skill name found as
+//! `skills/NAME` (the runx convention); when nothing is there, where runx looked and the
+//! nearest package it saw.
+
+use std::path::{Path, PathBuf};
+
+/// The package directory `dir` names, as [`package_dir`] finds it; when nothing is there, a
+/// message saying where it looked and naming the nearest package it saw.
+pub fn find_package(dir: &Path) -> Result<PathBuf, String> {
+    let found = package_dir(dir);
+    if std::fs::symlink_metadata(&found).is_ok() {
+        return Ok(found);
+    }
+    let name = dir
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    // Packages beside the one asked for: in its parent directory, and for a bare name in
+    // `skills/` too, named as the caller would name them.
+    let mut candidates: Vec<String> = Vec::new();
+    let mut look_in = |folder: &Path, shown: &dyn Fn(&str) -> String| {
+        if let Ok(entries) = std::fs::read_dir(folder) {
+            for entry in entries.flatten().take(10_000) {
+                let entry_name = entry.file_name().to_string_lossy().into_owned();
+                if entry.path().join(runx_profile::PROFILE_FILE).is_file() {
+                    candidates.push(shown(&entry_name));
+                }
+            }
+        }
+    };
+    let parent = dir.parent().filter(|p| !p.as_os_str().is_empty());
+    look_in(parent.unwrap_or(Path::new(".")), &|n: &str| {
+        parent.map_or(n.to_string(), |p| p.join(n).display().to_string())
+    });
+    let looked = if is_bare(dir) {
+        look_in(Path::new("skills"), &|n: &str| n.to_string());
+        format!("neither `{name}` nor `skills/{name}` exists here")
+    } else {
+        format!("`{}` does not exist", dir.display())
+    };
+    candidates.sort();
+    candidates.dedup();
+    let wanted = dir.display().to_string();
+    Err(format!(
+        "no skill package `{wanted}`: {looked}{}",
+        runx_profile::did_you_mean(&wanted, candidates.iter().map(String::as_str))
+    ))
+}
+
+/// Whether `dir` is one plain name (`hello`), not a path.
+fn is_bare(dir: &Path) -> bool {
+    let mut parts = dir.components();
+    matches!(
+        (parts.next(), parts.next()),
+        (Some(std::path::Component::Normal(_)), None)
+    )
+}
+
+/// The package directory `dir` names: `dir` itself, or, for a bare name that is not a
+/// directory here, `skills/NAME` when that is one (the runx convention).
+pub fn package_dir(dir: &Path) -> PathBuf {
+    let bare = is_bare(dir);
+    if bare && !dir.is_dir() {
+        let conventional = Path::new("skills").join(dir);
+        if conventional.is_dir() {
+            return conventional;
+        }
+    }
+    dir.to_path_buf()
+}
