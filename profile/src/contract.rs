@@ -626,7 +626,8 @@ run:
         let e = resolve_inputs(r, obj(json!({"plain": 42}))).expect_err("string");
         assert_eq!(
             e.to_string(),
-            "input `plain` must be a string, but an integer was given"
+            "input `plain` must be a string, but an integer was given; to give the text 42, \
+             quote it: `-i 'plain=\"42\"'` on the command line, `\"42\"` in JSON"
         );
     }
 
@@ -704,13 +705,19 @@ run:
         ];
         for (given, key, expected, actual) in cases {
             let e = resolve(given).expect_err("wrong type");
-            assert_eq!(
-                e.to_string(),
-                format!(
+            assert!(
+                e.to_string().starts_with(&format!(
                     "input `{key}` must be {}, but {} was given",
                     with_article(expected),
                     with_article(actual)
-                )
+                )),
+                "{e}"
+            );
+            // The quoting hint is for a string input given a scalar only.
+            assert_eq!(
+                e.to_string().contains("quote it"),
+                expected == "string",
+                "{e}"
             );
         }
     }

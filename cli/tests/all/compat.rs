@@ -579,9 +579,10 @@ fn retries_templates_and_input_modes_are_shown_by_inspect() {
     );
     let human = stdout(&run_in(&templates, &["skill", "inspect", "."], &[]));
     assert!(
-        human.contains(
-            "diagnostics:\n  runners.undeclared.args[0]: `x={{extra}}` names input `extra`"
-        ),
+        human.contains("problems (`runx skill check`):\n  ")
+            && human.contains(
+                "X.yaml:21:12: warning: runner `undeclared`: `x={{extra}}` names input `extra`"
+            ),
         "{human}"
     );
     let ws = tempfile::tempdir().unwrap();

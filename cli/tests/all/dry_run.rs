@@ -67,7 +67,7 @@ fn a_cli_tool_dry_run_shows_argv_and_cwd_and_starts_nothing() {
     let (stdout, stderr) = text(&out);
     assert_eq!(out.status.code(), Some(0), "{stdout}{stderr}");
     let pkg = ws.path().join("pkg").canonicalize().unwrap();
-    let program = format!("{}/./bin/mark.sh", pkg.display());
+    let program = format!("{}/bin/mark.sh", pkg.display());
     assert!(
         stdout.contains(&format!(
             "argv:         {program} 'ada lovelace' '--region={{{{env.REGION}}}}'"

@@ -62,8 +62,9 @@ fn a_cli_tool_plan_resolves_the_process_and_starts_nothing() {
     assert_eq!(plan.limits.get("wall_milliseconds"), Some(&7000));
     let p = plan.process.expect("a process");
     let real = dir.canonicalize().unwrap();
-    // As the run looks it up: the package directory joined with the command as declared.
-    let program = real.join("./bin/mark.sh").display().to_string();
+    // As the run looks it up: the package directory joined with the command as declared,
+    // its `./` dropped.
+    let program = real.join("bin/mark.sh").display().to_string();
     assert_eq!(p.program, program);
     assert_eq!(
         p.argv,
