@@ -227,7 +227,8 @@ pub fn parse_pairs(
         }
         let value = serde_json::from_str::<Value>(raw).map_err(|e| InputsError::KvInvalidJson {
             key: key.to_string(),
-            message: e.to_string(),
+            // Where, not serde's token names (`expected ident`).
+            message: format!("at character {}", e.column()),
         })?;
         exact(raw, &value, &format!("input `{key}`"))?;
         if out.insert(key.to_string(), value).is_some() {

@@ -33,7 +33,9 @@
 //!
 //! Every package found is reported: one whose profile does not load or whose fixture is
 //! malformed is a broken [`Suite`] (its cases are not run); packages nested below a directory
-//! are found too.
+//! are found too. Before its cases run, a package is checked as `runx skill check` checks it
+//! (module closures, exports, commands): an error there makes it broken too, except in a
+//! runner that one of its cases names and expects to fail.
 //!
 //! # Isolation
 //!
@@ -78,6 +80,7 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+mod checks;
 mod discover;
 mod error;
 mod fixture;

@@ -2,7 +2,7 @@
 
 use crate::discover::{PackageError, Suite, SuiteCase};
 use crate::error::HarnessError;
-use crate::fixture::{Case, CaseKind, DATA_DIR, ExpectStatus, FIXTURES_DIR, RelPath};
+use crate::fixture::{Case, CaseKind, DATA_DIR, FIXTURES_DIR, RelPath};
 use crate::matching::{Mismatch, check_case};
 use runx_profile::{Diagnostic, PROFILE_FILE, ProfileError};
 use runx_receipts::{Receipt, digest};
@@ -218,7 +218,10 @@ pub fn run_suites_with(
             error: suite.broken.clone(),
             diagnostics: suite.diagnostics.clone(),
         };
-        let broken = suite.broken.clone().or_else(|| check_errors(rt, suite));
+        let broken = suite
+            .broken
+            .clone()
+            .or_else(|| crate::checks::check_errors(rt, suite));
         if let Some(error) = &broken {
             package.error = Some(error.clone());
             package.status = PackageStatus::Malformed;
@@ -246,43 +249,6 @@ pub fn run_suites_with(
         packages.push(package);
     }
     report(cases, packages, errors)
-}
-
-/// The errors `runx skill check` finds in a package that loaded, as one package error; `None`
-/// when there are none. A runner that a case of the package names and expects to fail is
-/// exempt: the case is there to show that failure (a module that imports `node:fs`, a command
-/// that does not exist).
-fn check_errors(rt: &Runtime, suite: &Suite) -> Option<PackageError> {
-    // A fixture folder outside any package names its packages by `target:`; it has nothing
-    // of its own to check.
-    if !suite.dir.join(PROFILE_FILE).is_file() {
-        return None;
-    }
-    let expected_to_fail: Vec<&str> = suite
-        .cases
-        .iter()
-        .filter(|sc| sc.case.target.is_none() && sc.case.expect.status() == ExpectStatus::Failure)
-        .filter_map(|sc| sc.case.runner.as_deref())
-        .collect();
-    let checked = rt.check(&suite.dir);
-    let errors: Vec<&runx_runtime::Problem> = checked
-        .problems
-        .iter()
-        .filter(|p| p.severity == runx_runtime::Severity::Error)
-        .filter(|p| {
-            p.runner
-                .as_deref()
-                .is_none_or(|r| !expected_to_fail.contains(&r))
-        })
-        .collect();
-    let first = errors.first()?;
-    let lines: Vec<String> = errors.iter().map(|p| p.to_string()).collect();
-    Some(PackageError {
-        file: first.file.clone(),
-        line: first.line,
-        column: first.column,
-        message: lines.join("\n"),
-    })
 }
 
 /// A package's status from the verdicts of its cases.

@@ -535,7 +535,17 @@ impl Profile {
             None => Err(ProfileError::UnknownRunner {
                 skill: self.skill.clone(),
                 runner: name.to_string(),
-                available: self.runner_list(),
+                available: format!(
+                    "{}{}",
+                    self.runner_list(),
+                    runx_rules::did_you_mean(
+                        name,
+                        self.runners
+                            .keys()
+                            .chain(self.other_runners.keys())
+                            .map(String::as_str)
+                    )
+                ),
             }),
         }
     }

@@ -510,7 +510,8 @@ fn refused(path: &str, root: &Path, e: ScopeError) -> AdmissionError {
         ScopeError::NotFound { .. } => AdmissionError::Open {
             path,
             root: root.to_path_buf(),
-            source: std::io::Error::from(std::io::ErrorKind::NotFound),
+            // Not `ErrorKind::NotFound`, whose text is "entity not found".
+            source: std::io::Error::new(std::io::ErrorKind::NotFound, "no such file"),
         },
         ScopeError::Io { source, .. } => AdmissionError::Open {
             path,

@@ -170,6 +170,20 @@ pub(crate) fn check(workers: &Workers, dir: &Path) -> Checked {
                 check_javascript(workers, &profile, runner, js, &at, &mut checked.problems)
             }
             RunnerKind::CliTool(tool) => {
+                // A cwd without templates is a directory of the package, there before any run.
+                if let Some(cwd) = tool.cwd.as_deref().filter(|c| !c.contains("{{"))
+                    && !profile.dir.join(cwd).is_dir()
+                {
+                    checked.problems.push(at.problem(
+                        name,
+                        &["cwd"],
+                        Severity::Error,
+                        "cwd",
+                        format!(
+                            "working directory `{cwd}` is not a directory of the package; create it, or correct `cwd:`"
+                        ),
+                    ));
+                }
                 let path = std::env::var_os("PATH");
                 if let Err(e) =
                     crate::subprocess::resolve_command(&tool.command, path.as_deref(), &profile.dir)
@@ -191,6 +205,10 @@ pub(crate) fn check(workers: &Workers, dir: &Path) -> Checked {
             }
         }
     }
+    // In the order of the file, as a compiler lists them.
+    checked
+        .problems
+        .sort_by_key(|p| (p.line.is_none(), p.line, p.column));
     checked
 }
 

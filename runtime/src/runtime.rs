@@ -280,7 +280,8 @@ impl Runtime {
                             dir.display()
                         ),
                     );
-                    tracing::warn!("{}", failure.message);
+                    // The failure itself reaches the caller; the log is for servers' operators.
+                    tracing::info!("{}", failure.message);
                     if let Ok(output) = result {
                         unsealed_output = Some(output);
                         receipt.status = RunStatus::Failure;

@@ -228,6 +228,10 @@ fn report(o: &RunOutcome, as_json: bool) {
             if let Some(p) = receipt_path {
                 errln!("runx: receipt {p}");
             }
+            // Produced, but its receipt could not be written: the output is not lost.
+            if let Some(out) = &o.unsealed_output {
+                outln!("{}", serde_json::to_string_pretty(out).unwrap_or_default());
+            }
         }
     }
 }

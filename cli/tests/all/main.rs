@@ -9,6 +9,7 @@ mod docs;
 mod dry_run;
 mod harness;
 mod javascript;
+mod messages;
 mod pages;
 mod receipt_writes;
 mod receipts;

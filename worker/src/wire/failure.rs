@@ -229,6 +229,20 @@ impl Failure {
         )
     }
 
+    /// The `module_rejected` failure for an export that is not a function; `kind` is what
+    /// `typeof` says of it (`number`, `object`, ...), the same words on every engine.
+    pub fn not_a_function(entry: &str, export: &str, kind: &str) -> Failure {
+        let article = if kind.starts_with(['a', 'e', 'i', 'o', 'u']) {
+            "an"
+        } else {
+            "a"
+        };
+        Failure::new(
+            FailureCode::ModuleRejected,
+            format!("export `{export}` of module `{entry}` is {article} {kind}, not a function"),
+        )
+    }
+
     /// Marks the worker that produced this failure as not reusable.
     pub fn discard_worker(mut self) -> Failure {
         self.worker_reusable = false;

@@ -257,10 +257,7 @@ impl Phases<'_> {
         }
         let Ok(function) = v8::Local::<v8::Function>::try_from(export) else {
             let kind = export.type_of(tc).to_rust_string_lossy(tc);
-            return Err(Failure::new(
-                FailureCode::ModuleRejected,
-                format!("export `{name}` of module `{entry}` is a {kind}, not a function"),
-            ));
+            return Err(Failure::not_a_function(entry, name, &kind));
         };
         if call.probe {
             return Ok(v8::Boolean::new(tc, true).into());

@@ -4,13 +4,12 @@
 //! prove: globals, prototypes, atoms, compiled modules and the heap accounting all go away with
 //! it. It costs a few tens of microseconds next to the context itself.
 
-use crate::engine::bundle::{ModuleBundle, exception_summary, exception_text};
+use crate::engine::bundle::{exception_summary, exception_text};
 use crate::engine::{ConsoleLog, Engine, EngineCall, EngineOutput, MemoryCap, PageInput};
 use crate::wire::failure::{Failure, FailureCode};
+use loader::{BundleLoader, BundleResolver, Shared};
 use rquickjs::context::intrinsic;
 use rquickjs::function::This;
-use rquickjs::loader::{ImportAttributes, Loader, Resolver};
-use rquickjs::module::Declared;
 use rquickjs::promise::PromiseState;
 use rquickjs::{
     Array, Context, Ctx, Function, Module, Object, Persistent, Promise, Runtime, Value,
@@ -19,7 +18,6 @@ use rquickjs::{
 use runx_rules::{Limit, Limits};
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
-use std::sync::Arc;
 use std::time::Instant;
 
 /// The globals a module may see: the ECMAScript intrinsics. Everything else QuickJS provides
@@ -86,9 +84,11 @@ pub const ALLOWED_GLOBALS: &[&str] = &[
 ];
 
 /// The text of an exception whose value is `null`.
+mod loader;
+
 const NULL_EXCEPTION: &str = "null";
 
-const PRELUDE: &str = include_str!("prelude.js");
+const PRELUDE: &str = include_str!("../prelude.js");
 
 /// The intrinsics a context is built with: the ECMAScript ones. QuickJS's extras (`atob`,
 /// `performance`, `WeakRef`, `DOMException`) are never created, which is cheaper than deleting
@@ -171,15 +171,6 @@ impl Engine for QuickJs {
             Err(f) => Err((f, log)),
         }
     }
-}
-
-/// What the module loader and the interrupt handler share with the call.
-struct Shared {
-    bundle: Arc<ModuleBundle>,
-    /// Set once the static import graph is loaded: any later resolution is a dynamic `import()`.
-    dynamic: Cell<bool>,
-    /// The first refused specifier, reported as `module_rejected` even if the module caught it.
-    rejected: RefCell<Option<String>>,
 }
 
 struct Session<'p> {
@@ -389,13 +380,7 @@ impl<'p> Session<'p> {
             return Err(Failure::missing_export(entry, call.export, &names));
         }
         let Some(function) = export.as_function() else {
-            return Err(Failure::new(
-                FailureCode::ModuleRejected,
-                format!(
-                    "export `{name}` of module `{entry}` is a {}, not a function",
-                    export.type_name()
-                ),
-            ));
+            return Err(Failure::not_a_function(entry, name, typeof_name(&export)));
         };
         if call.probe {
             return Ok(Persistent::save(ctx, Value::new_bool(ctx.clone(), true)));
@@ -517,6 +502,21 @@ impl<'p> Session<'p> {
     }
 }
 
+/// What `typeof` says of `v` (QuickJS's own type names tell integers from floats).
+fn typeof_name(v: &Value<'_>) -> &'static str {
+    use rquickjs::Type;
+    match v.type_of() {
+        Type::Uninitialized | Type::Undefined => "undefined",
+        Type::Bool => "boolean",
+        Type::Int | Type::Float => "number",
+        Type::BigInt => "bigint",
+        Type::String => "string",
+        Type::Symbol => "symbol",
+        Type::Function | Type::Constructor => "function",
+        _ => "object",
+    }
+}
+
 /// Formats a thrown or rejected value.
 fn describe(v: &Value<'_>) -> String {
     if let Some(ex) = v.as_exception() {
@@ -548,52 +548,4 @@ fn page_object<'js>(ctx: &Ctx<'js>, page: PageInput<'_>) -> rquickjs::Result<Val
     }
     obj.set("records", records)?;
     Ok(meta)
-}
-
-struct BundleResolver(Rc<Shared>);
-struct BundleLoader(Rc<Shared>);
-
-impl Resolver for BundleResolver {
-    fn resolve<'js>(
-        &mut self,
-        _ctx: &Ctx<'js>,
-        base: &str,
-        name: &str,
-        _attributes: Option<ImportAttributes<'js>>,
-    ) -> rquickjs::Result<String> {
-        let refuse = |reason: String| {
-            let mut slot = self.0.rejected.borrow_mut();
-            slot.get_or_insert_with(|| reason.clone());
-            Err(rquickjs::Error::new_resolving_message(base, name, reason))
-        };
-        if self.0.dynamic.get() {
-            return refuse(format!(
-                "dynamic import(\"{name}\") from `{base}` rejected: modules are loaded statically; use a static import"
-            ));
-        }
-        match runx_rules::resolve_import(base, name) {
-            Ok(path) if self.0.bundle.modules.contains_key(&path) => Ok(path),
-            Ok(path) => refuse(format!(
-                "import of `{name}` from `{base}` rejected: `{path}` is not in the module bundle"
-            )),
-            Err(e) => refuse(e.to_string()),
-        }
-    }
-}
-
-impl Loader for BundleLoader {
-    fn load<'js>(
-        &mut self,
-        ctx: &Ctx<'js>,
-        name: &str,
-        _attributes: Option<ImportAttributes<'js>>,
-    ) -> rquickjs::Result<Module<'js, Declared>> {
-        let Some(source) = self.0.bundle.modules.get(name) else {
-            return Err(rquickjs::Error::new_loading_message(
-                name,
-                "not in the module bundle",
-            ));
-        };
-        Module::declare(ctx.clone(), name, source.as_str())
-    }
 }

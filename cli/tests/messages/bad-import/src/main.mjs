@@ -1,0 +1,2 @@
+import { helper } from "./gone.mjs";
+export function go() { return { ok: helper() }; }

@@ -1,0 +1,2 @@
+import { readFileSync } from "node:fs";
+export function go() { return { text: readFileSync("/etc/passwd", "utf8") }; }
