@@ -8,7 +8,18 @@ use std::path::{Path, PathBuf};
 /// message saying where it looked and naming the nearest package it saw.
 pub fn find_package(dir: &Path) -> Result<PathBuf, String> {
     let found = package_dir(dir);
+    if let Ok(meta) = std::fs::metadata(&found) {
+        if !meta.is_dir() {
+            return Err(format!(
+                "`{}` is a file, not a skill package: a package is a directory holding {}",
+                dir.display(),
+                runx_profile::PROFILE_FILE
+            ));
+        }
+        return Ok(found);
+    }
     if std::fs::symlink_metadata(&found).is_ok() {
+        // A dangling link: the load says what it points at.
         return Ok(found);
     }
     let name = dir

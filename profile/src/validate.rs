@@ -280,7 +280,7 @@ fn check_templates(
                 Piece::Input(name) if !inputs.contains_key(name) => notes.add(
                     &key,
                     format!(
-                        "`{arg}` names input `{name}`, which the runner does not declare; a run without it fails"
+                        "`{arg}` names input `{name}`, which `inputs:` does not declare; a run must give it (declare it to give it a type or a default)"
                     ),
                 ),
                 Piece::Env(name) if name != "RUNX_CWD" && !environment.declares(name) => notes

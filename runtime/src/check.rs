@@ -257,12 +257,18 @@ fn check_javascript(
     call.probe = true;
     if let Err(e) = pool.call(&call) {
         let e = RunError::from(e.failure);
+        // Only the module's top-level code ran: a limit hit or a throw happened there.
+        let message = if e.kind == crate::failure::FailureKind::ModuleRejected {
+            e.message
+        } else {
+            format!("the module's top-level code failed: {}", e.message)
+        };
         problems.push(at.problem(
             name,
             &["export", "module"],
             Severity::Error,
             &e.code,
-            e.message,
+            message,
         ));
     }
 }

@@ -187,3 +187,60 @@ fn skill_fixtures_check_clean_but_for_their_deliberate_breakage() {
     );
     assert_eq!(v["packages"].as_array().unwrap().len(), dirs.len());
 }
+
+/// What a hostile package does to `runx skill check`: top-level code that never ends or eats
+/// the heap is stopped by the call's limits; a module that is a FIFO or a symbolic link is
+/// refused without being opened for reading (a FIFO would block the check forever).
+#[test]
+fn check_stops_hostile_modules_at_the_limits_of_a_run() {
+    let ws = tempfile::tempdir().unwrap();
+    let pkg = ws.path().join("pkg");
+    std::fs::create_dir_all(pkg.join("src")).unwrap();
+    std::fs::write(
+        pkg.join("X.yaml"),
+        "skill: atk\nversion: \"1\"\nrunners:\n  loop:\n    type: javascript\n    module: src/loop.mjs\n    timeout_seconds: 1\n  fifo:\n    type: javascript\n    module: src/fifo.mjs\n  link:\n    type: javascript\n    module: src/link.mjs\n  bomb:\n    type: javascript\n    module: src/bomb.mjs\n",
+    )
+    .unwrap();
+    std::fs::write(
+        pkg.join("src/loop.mjs"),
+        "for (;;) {}\nexport default () => 1;\n",
+    )
+    .unwrap();
+    std::fs::write(
+        pkg.join("src/bomb.mjs"),
+        "const a = [];\nfor (;;) a.push('x'.repeat(1e6) + a.length);\nexport default () => 1;\n",
+    )
+    .unwrap();
+    nix::unistd::mkfifo(&pkg.join("src/fifo.mjs"), nix::sys::stat::Mode::S_IRWXU).unwrap();
+    std::os::unix::fs::symlink("/etc/passwd", pkg.join("src/link.mjs")).unwrap();
+    let (v, code) = super::json_in(ws.path(), &["skill", "check", "pkg"], &[]);
+    assert_eq!(code, 64, "{v}");
+    let problems = v["packages"][0]["problems"].as_array().unwrap();
+    let got: Vec<(&str, &str, u64)> = problems
+        .iter()
+        .map(|p| {
+            (
+                p["runner"].as_str().unwrap(),
+                p["code"].as_str().unwrap(),
+                p["line"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        got,
+        [
+            ("loop", "wall_milliseconds", 6),
+            ("fifo", "module_file", 10),
+            ("link", "module_file", 13),
+            ("bomb", "heap_bytes", 16),
+        ],
+        "{v}"
+    );
+    assert!(
+        problems[0]["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("the module's top-level code failed: "),
+        "{v}"
+    );
+}
