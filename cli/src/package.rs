@@ -70,12 +70,5 @@ fn is_bare(dir: &Path) -> bool {
 /// The package directory `dir` names: `dir` itself, or, for a bare name that is not a
 /// directory here, `skills/NAME` when that is one (the runx convention).
 pub fn package_dir(dir: &Path) -> PathBuf {
-    let bare = is_bare(dir);
-    if bare && !dir.is_dir() {
-        let conventional = Path::new("skills").join(dir);
-        if conventional.is_dir() {
-            return conventional;
-        }
-    }
-    dir.to_path_buf()
+    runx_runtime::package_dir(Path::new(""), dir)
 }

@@ -16,8 +16,13 @@ pub enum EnvSource {
     /// machine, and nothing of the calling process.
     Map(BTreeMap<String, String>),
     /// Exactly these values, for the declared names and a cli-tool's baseline names alike:
-    /// nothing is read from the calling process (a step server's request).
+    /// nothing is read from the calling process.
     Only(BTreeMap<String, String>),
+    /// A step server's request: declared names come from these values only (never from the
+    /// server's environment); a cli-tool's baseline names (`PATH`, `HOME`, locale,
+    /// certificates) from these values when given, else from the calling process, as `runx
+    /// skill` builds them, so a graph runner need not know a tool's baseline.
+    Served(BTreeMap<String, String>),
 }
 
 impl EnvSource {
@@ -25,15 +30,16 @@ impl EnvSource {
     pub fn get(&self, name: &str) -> Option<String> {
         match self {
             EnvSource::Process => std::env::var(name).ok(),
-            EnvSource::Map(m) | EnvSource::Only(m) => m.get(name).cloned(),
+            EnvSource::Map(m) | EnvSource::Only(m) | EnvSource::Served(m) => m.get(name).cloned(),
         }
     }
 
     /// The value of a cli-tool baseline name (`PATH`, `HOME`, locale, certificates, see
     /// [`crate::subprocess::BASELINE_ENV`]) outside the declared names: the calling process's
     /// for [`EnvSource::Process`]; for [`EnvSource::Map`], only [`FIXED_BASELINE`] and `HOME` =
-    /// `workspace`; for [`EnvSource::Only`], the given values alone. So nothing of the host
-    /// leaks into a harness case or a served step.
+    /// `workspace`; for [`EnvSource::Only`], the given values alone; for
+    /// [`EnvSource::Served`], the given value, else the calling process's. So nothing of the
+    /// host but its baseline leaks into a harness case or a served step.
     pub fn baseline(&self, name: &str, workspace: &std::path::Path) -> Option<OsString> {
         match self {
             EnvSource::Process => std::env::var_os(name),
@@ -43,6 +49,10 @@ impl EnvSource {
                 .find(|(k, _)| *k == name)
                 .map(|(_, v)| OsString::from(v)),
             EnvSource::Only(m) => m.get(name).map(OsString::from),
+            EnvSource::Served(m) => m
+                .get(name)
+                .map(OsString::from)
+                .or_else(|| std::env::var_os(name)),
         }
     }
 }
@@ -134,5 +144,17 @@ mod tests {
         );
         assert_eq!(map.baseline("HOME", ws), Some(OsString::from("/ws")));
         assert_eq!(map.baseline("USER", ws), None);
+    }
+
+    #[test]
+    fn a_served_step_gets_the_hosts_baseline_but_none_of_its_declared_names() {
+        let ws = std::path::Path::new("/ws");
+        let served = EnvSource::Served(BTreeMap::from([("LANG".to_string(), "x".to_string())]));
+        // The server's PATH, as `runx skill` gives it; the request's LANG over the server's.
+        assert_eq!(served.baseline("PATH", ws), std::env::var_os("PATH"));
+        assert_eq!(served.baseline("LANG", ws), Some(OsString::from("x")));
+        // A declared name is the request's or nothing, even one the server has set.
+        assert_eq!(served.get("PATH"), None);
+        assert_eq!(served.get("LANG").as_deref(), Some("x"));
     }
 }

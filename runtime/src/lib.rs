@@ -22,6 +22,7 @@
 //! | `artifact`, `framing` | admission of paged artifacts; pages of whole records |
 //! | `subprocess` | staging, environment, command lookup, supervision, capture of a process |
 //! | `report` | the JSON of a run's result and of a package's description, as printed |
+//! | `packages` | profiles and module closures kept between runs while their files are unchanged |
 //! | `pools`, `progress` | the worker pools (one per engine) and worker discovery; page progress |
 //!
 //! # Calling a runner as a step
@@ -68,6 +69,7 @@ mod check;
 mod environment;
 mod failure;
 mod framing;
+mod packages;
 mod plan;
 mod pools;
 mod progress;
@@ -82,6 +84,7 @@ pub use check::{Checked, CheckedRunner, Problem, Severity};
 pub use environment::{EnvSource, FIXED_BASELINE};
 pub use failure::{FailureKind, RunError};
 pub use framing::{Framer, FramingError, Page, PageBudget};
+pub use packages::package_dir;
 pub use plan::{
     ArtifactPlan, EnvName, EnvNames, EnvOrigin, HiddenValues, ModuleFile, ModulePlan, PagePlan,
     PageStop, Plan, PlanOutcome, PlannedPage, ProcessPlan,

@@ -4,6 +4,7 @@
 
 use crate::environment::{self, EnvSource};
 use crate::failure::{FailureKind, RunError};
+use crate::packages::Packages;
 use crate::pools::{DEFAULT_ENGINE, Workers, discover_worker};
 use crate::progress::ProgressSink;
 use crate::record::{Identity, engine_record, receipt_of};
@@ -125,6 +126,8 @@ impl RunOutcome {
 /// Runs skills. Holds one worker pool, started on first use and reused by every run.
 pub struct Runtime {
     workers: Workers,
+    /// Profiles and module closures kept between runs, while their files are unchanged.
+    packages: Packages,
     instance: String,
     /// Every run's token is linked under this one.
     cancel: CancelToken,
@@ -138,6 +141,7 @@ impl Runtime {
     pub fn new(worker: WorkerCommand) -> Runtime {
         Runtime {
             workers: Workers::new(worker),
+            packages: Packages::default(),
             instance: instance_id(),
             cancel: CancelToken::default(),
             engine: DEFAULT_ENGINE.to_string(),
@@ -332,7 +336,7 @@ impl Runtime {
             runner_type: None,
             profile_digest: None,
         };
-        let profile = match runx_profile::load(&req.dir) {
+        let profile = match self.packages.profile(&req.dir) {
             Ok(p) => p,
             Err(e) => return (identity, Err(refused.unwrap_or_else(|| e.into()))),
         };
@@ -401,6 +405,7 @@ impl Runtime {
     pub(crate) fn context<'a>(&'a self, cancel: &'a CancelToken) -> RunContext<'a> {
         RunContext {
             workers: &self.workers,
+            packages: &self.packages,
             cancel,
             instance: &self.instance,
         }

@@ -286,10 +286,15 @@ impl Shared {
                 ),
             ));
         }
-        let mut req = RunRequest::new(self.resolve(&p.skill), Map::new());
+        // A bare name is found as `skills/NAME`, as `runx skill` finds it.
+        let mut req = RunRequest::new(
+            runx_runtime::package_dir(&self.config.cwd, &p.skill),
+            Map::new(),
+        );
         req.runner = p.runner;
-        // Never the server's own environment, even before the step's is parsed.
-        req.env = EnvSource::Only(BTreeMap::new());
+        // Never the server's own environment for declared names, even before the step's is
+        // parsed; a cli-tool's baseline comes from the server's, as for `runx skill`.
+        req.env = EnvSource::Served(BTreeMap::new());
         req.workspace = workspace;
         req.receipt_dir = p.receipt_dir.as_deref().map(|d| self.resolve(d));
         // The progress sink is attached once the id is known to be admitted.
@@ -523,7 +528,7 @@ impl QueuedRun {
                 )
             };
             request.inputs = inputs.parse().map_err(bad)?;
-            request.env = EnvSource::Only(env.parse().map_err(bad)?);
+            request.env = EnvSource::Served(env.parse().map_err(bad)?);
             refuse_long_integers(&inputs, &request.inputs)?;
         }
         Ok(request)

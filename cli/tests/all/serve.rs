@@ -58,6 +58,10 @@ runners:
   env:
     type: cli-tool
     command: /usr/bin/env
+  python:
+    type: cli-tool
+    command: python3
+    args: ["-c", "import json; print(json.dumps({'ok': True}))"]
   region:
     type: cli-tool
     command: /bin/sh
@@ -639,7 +643,7 @@ fn progress_notifications_come_before_the_result_when_asked() {
 }
 
 #[test]
-fn env_is_the_only_environment_a_step_sees_and_paths_are_relative_to_the_server() {
+fn env_and_the_hosts_baseline_are_all_a_step_sees_and_paths_are_relative_to_the_server() {
     let ws = tempfile::tempdir().unwrap();
     package(ws.path());
     std::fs::create_dir(ws.path().join("work")).unwrap();
@@ -659,8 +663,15 @@ fn env_is_the_only_environment_a_step_sees_and_paths_are_relative_to_the_server(
         .unwrap()
         .to_string();
     let names: Vec<&str> = stdout.lines().filter_map(|l| l.split('=').next()).collect();
+    // The server's own values of names no runner declares never reach a step; its baseline
+    // (`PATH`, ...) does, as for `runx skill`.
     assert!(
-        !names.contains(&"SECRET") && !names.contains(&"PATH") && !names.contains(&"REGION"),
+        !names.contains(&"SECRET") && !names.contains(&"REGION"),
+        "{stdout}"
+    );
+    let server_path = std::env::var("PATH").unwrap();
+    assert!(
+        stdout.contains(&format!("PATH={server_path}\n")),
         "{stdout}"
     );
     let cwd = ws.path().join("work").canonicalize().unwrap();
@@ -962,4 +973,23 @@ fn pool_sizes_out_of_range_are_refused() {
     }
     let out = run_in(ws.path(), &["serve", "--max-request-bytes", "0"], &[]);
     assert_eq!(out.status.code(), Some(64));
+}
+
+/// Issue 28: a cli-tool step finds its command on the server's `PATH` without an `env`, and a
+/// bare skill name is found as `skills/NAME`, as with `runx skill`.
+#[test]
+fn a_tool_finds_python_without_env_and_bare_names_resolve_as_in_the_cli() {
+    let ws = tempfile::tempdir().unwrap();
+    package(ws.path());
+    std::fs::create_dir(ws.path().join("skills")).unwrap();
+    std::fs::rename(ws.path().join("steps"), ws.path().join("skills/steps")).unwrap();
+    let mut s = Session::start(ws.path(), &["--pool-size", "1"]);
+    s.request(
+        json!(1),
+        "run",
+        json!({"skill": "steps", "runner": "python"}),
+    );
+    let v = s.next();
+    assert_eq!(v["result"]["status"], "sealed", "{v}");
+    assert_eq!(v["result"]["output"], json!({"ok": true}), "{v}");
 }

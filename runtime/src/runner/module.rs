@@ -4,7 +4,7 @@
 use super::step::{Provenance, RunContext, Step};
 use crate::failure::RunError;
 use runx_profile::JsRunner;
-use runx_worker::{Limits, ModuleBundle, collect_bundle};
+use runx_worker::{Limits, ModuleBundle};
 use std::sync::Arc;
 
 /// A javascript runner's module, ready to call.
@@ -27,10 +27,12 @@ impl Module {
         let limits = runx_profile::worker_limits(step.runner);
         let engine = ctx.workers.engine_for(step.runner, js.engine.as_deref())?;
         provenance.engine = Some(engine.clone());
-        let bundle = collect_bundle(&step.profile.dir, &js.module, limits.source_bytes)?;
+        let collected = ctx
+            .packages
+            .bundle(&step.profile.dir, &js.module, limits.source_bytes)?;
         let module = Module {
-            digest: bundle.digest(),
-            bundle: Arc::new(bundle),
+            digest: collected.digest,
+            bundle: collected.bundle,
             limits,
             engine,
         };

@@ -36,6 +36,8 @@ pub(crate) struct Step<'a> {
 /// What the runtime lends a runner: its workers, the run's cancellation and its identity.
 pub(crate) struct RunContext<'a> {
     pub workers: &'a Workers,
+    /// Profiles and module closures kept between runs.
+    pub packages: &'a crate::packages::Packages,
     /// This run's token (linked under the runtime's).
     pub cancel: &'a CancelToken,
     /// The runtime instance id (part of every `artifact_ref`).

@@ -961,6 +961,70 @@ pub fn a_call_leaves_nothing_for_the_next(e: &mut dyn Engine) {
     }
 }
 
+/// A runtime (an isolate) the engine makes while the worker waits serves the next call as a
+/// runtime made for it would: nothing of an earlier call, and the call's own limits (heap,
+/// wall, stack, console), however they differ from the defaults it was made under.
+pub fn a_runtime_made_ahead_is_fresh_and_takes_the_calls_limits(e: &mut dyn Engine) {
+    let run = |e: &mut dyn Engine, source: &str, limits: Limits| {
+        let out = run_with(e, &single(source), None, json!({}), &[], limits);
+        e.idle();
+        out
+    };
+    let defaults = Limits::default();
+    e.idle();
+    output(run(
+        e,
+        "export default () => { globalThis.left = 1; Object.prototype.polluted = 1; return {}; };",
+        defaults,
+    ));
+    let seen = output(run(
+        e,
+        "export default () => ({ left: typeof globalThis.left, polluted: typeof ({}).polluted });",
+        defaults,
+    ));
+    assert_eq!(seen, json!({"left": "undefined", "polluted": "undefined"}));
+
+    let heap = Limits {
+        heap_bytes: 16 * runx_worker::MIB,
+        ..defaults
+    };
+    let f = failure(run(
+        e,
+        "export default () => { const a = []; for (;;) a.push('x'.repeat(2 ** 20) + a.length); };",
+        heap,
+    ));
+    assert_eq!(f.limit, Some(Limit::HeapBytes), "{f}");
+    assert!(f.message.contains(&heap.heap_bytes.to_string()), "{f}");
+
+    let wall = defaults.with_wall(std::time::Duration::from_secs(1));
+    let f = failure(run(e, "export default () => { for (;;) {} };", wall));
+    assert_eq!(f.limit, Some(Limit::WallMilliseconds), "{f}");
+
+    let stack = Limits {
+        stack_bytes: defaults.stack_bytes / 8,
+        ..defaults
+    };
+    let f = failure(run(
+        e,
+        "function f(n) { return f(n + 1) + 1; } export default () => ({ v: f(0) });",
+        stack,
+    ));
+    assert_eq!(f.limit, Some(Limit::StackBytes), "{f}");
+    assert!(f.message.contains(&stack.stack_bytes.to_string()), "{f}");
+
+    let log = Limits {
+        log_bytes: 100,
+        ..defaults
+    };
+    let out = run(
+        e,
+        "export default () => { console.log('x'.repeat(1000)); return {}; };",
+        log,
+    )
+    .unwrap_or_else(|(f, _)| panic!("{f}"));
+    assert!(out.log.dropped_bytes > 0, "{:?}", out.log);
+}
+
 /// Resizable ArrayBuffers count against the call's memory on both engines: growing one past
 /// `heap_bytes` fails `heap_bytes`, and what it holds leaves less for other buffers.
 pub fn resizable_buffers_count_against_the_heap(e: &mut dyn Engine) {
@@ -1578,6 +1642,7 @@ macro_rules! engine_suite {
             case!(queued_jobs_do_not_cross_calls);
             case!(heap_budget_starts_over);
             case!(a_call_leaves_nothing_for_the_next);
+            case!(a_runtime_made_ahead_is_fresh_and_takes_the_calls_limits);
             case!(resizable_buffers_count_against_the_heap);
             case!(oversized_outputs_are_typed);
             case!(an_input_too_large_for_the_heap_is_the_heap_limit);

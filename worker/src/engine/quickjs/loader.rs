@@ -11,11 +11,22 @@ use std::sync::Arc;
 
 /// What the module loader and the interrupt handler share with the call.
 pub(super) struct Shared {
-    pub(super) bundle: Arc<ModuleBundle>,
+    /// The call's modules; `None` while the runtime waits, made ahead, for its call.
+    pub(super) bundle: RefCell<Option<Arc<ModuleBundle>>>,
     /// Set once the static import graph is loaded: any later resolution is a dynamic `import()`.
     pub(super) dynamic: Cell<bool>,
     /// The first refused specifier, reported as `module_rejected` even if the module caught it.
     pub(super) rejected: RefCell<Option<String>>,
+}
+
+impl Shared {
+    /// Whether the call's bundle holds `path`.
+    fn has_module(&self, path: &str) -> bool {
+        self.bundle
+            .borrow()
+            .as_ref()
+            .is_some_and(|b| b.modules.contains_key(path))
+    }
 }
 
 /// Resolves imports inside the call's bundle only (the rule of `runx_rules::resolve_import`);
@@ -43,7 +54,7 @@ impl Resolver for BundleResolver {
             ));
         }
         match runx_rules::resolve_import(base, name) {
-            Ok(path) if self.0.bundle.modules.contains_key(&path) => Ok(path),
+            Ok(path) if self.0.has_module(&path) => Ok(path),
             Ok(path) => refuse(format!(
                 "import of `{name}` from `{base}` rejected: `{path}` is not in the module bundle"
             )),
@@ -59,7 +70,8 @@ impl Loader for BundleLoader {
         name: &str,
         _attributes: Option<ImportAttributes<'js>>,
     ) -> rquickjs::Result<Module<'js, Declared>> {
-        let Some(source) = self.0.bundle.modules.get(name) else {
+        let bundle = self.0.bundle.borrow().clone();
+        let Some(source) = bundle.as_ref().and_then(|b| b.modules.get(name)) else {
             return Err(rquickjs::Error::new_loading_message(
                 name,
                 "not in the module bundle",

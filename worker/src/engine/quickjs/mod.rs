@@ -7,8 +7,8 @@
 use crate::engine::bundle::{exception_summary, exception_text};
 use crate::engine::{ConsoleLog, Engine, EngineCall, EngineOutput, MemoryCap, PageInput};
 use crate::wire::failure::{Failure, FailureCode};
-use loader::{BundleLoader, BundleResolver, Shared};
-use rquickjs::context::intrinsic;
+pub use fresh::ALLOWED_GLOBALS;
+use fresh::{Fresh, Intrinsics};
 use rquickjs::function::This;
 use rquickjs::promise::PromiseState;
 use rquickjs::{
@@ -16,94 +16,16 @@ use rquickjs::{
     WriteOptions,
 };
 use runx_rules::{Limit, Limits};
-use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 use std::time::Instant;
 
-/// The globals a module may see: the ECMAScript intrinsics. Everything else QuickJS provides
-/// (`WeakRef`, `FinalizationRegistry`, `SharedArrayBuffer`, `Atomics`, `performance`, …) is
-/// deleted before any module code runs. `console` is installed afterwards by the prelude.
-pub const ALLOWED_GLOBALS: &[&str] = &[
-    "globalThis",
-    "Object",
-    "Function",
-    "Array",
-    "Number",
-    "Boolean",
-    "String",
-    "Symbol",
-    "BigInt",
-    "Date",
-    "Promise",
-    "RegExp",
-    "Error",
-    "AggregateError",
-    "EvalError",
-    "RangeError",
-    "ReferenceError",
-    "SyntaxError",
-    "TypeError",
-    "URIError",
-    "JSON",
-    "Math",
-    "Reflect",
-    "Proxy",
-    "Map",
-    "Set",
-    "WeakMap",
-    "WeakSet",
-    "Iterator",
-    "ArrayBuffer",
-    "DataView",
-    "Int8Array",
-    "Uint8Array",
-    "Uint8ClampedArray",
-    "Int16Array",
-    "Uint16Array",
-    "Int32Array",
-    "Uint32Array",
-    "Float16Array",
-    "Float32Array",
-    "Float64Array",
-    "BigInt64Array",
-    "BigUint64Array",
-    "parseFloat",
-    "parseInt",
-    "isFinite",
-    "isNaN",
-    "decodeURI",
-    "decodeURIComponent",
-    "encodeURI",
-    "encodeURIComponent",
-    "escape",
-    "unescape",
-    "eval",
-    "Infinity",
-    "NaN",
-    "undefined",
-];
-
 /// The text of an exception whose value is `null`.
+mod fresh;
 mod loader;
 
 const NULL_EXCEPTION: &str = "null";
 
 const PRELUDE: &str = include_str!("../prelude.js");
-
-/// The intrinsics a context is built with: the ECMAScript ones. QuickJS's extras (`atob`,
-/// `performance`, `WeakRef`, `DOMException`) are never created, which is cheaper than deleting
-/// them; `Eval` is the compiler the module loader needs.
-type Intrinsics = (
-    intrinsic::Date,
-    intrinsic::Eval,
-    intrinsic::RegExpCompiler,
-    intrinsic::RegExp,
-    intrinsic::Json,
-    intrinsic::Proxy,
-    intrinsic::MapSet,
-    intrinsic::TypedArrays,
-    intrinsic::Promise,
-);
 
 /// The worker's address-space cap: the 64 MiB heap, 16 MiB frames and their copies fit easily.
 /// QuickJS maps only what it allocates, so the whole address space can be capped.
@@ -112,21 +34,55 @@ const ADDRESS_SPACE_BYTES: u64 = 2 * 1024 * 1024 * 1024;
 /// The name the prelude module is registered under; `:` makes it unimportable by user code.
 const PRELUDE_MODULE: &str = "runx:prelude";
 
-/// The QuickJS engine. It keeps only the prelude's compiled bytecode between calls: parsing the
-/// prelude was the largest part of a trivial call.
-#[derive(Debug, Default)]
+/// The QuickJS engine. Between calls it keeps the prelude's compiled bytecode (parsing the
+/// prelude was the largest part of a trivial call) and, once an answer is out, the next call's
+/// runtime, made and given the prelude while the host reads the answer (installing the prelude
+/// and freeing a runtime were most of what was left). Every call still gets a runtime no call
+/// ran in.
 pub struct QuickJs {
-    prelude: Option<Vec<u8>>,
+    prelude: Option<Rc<[u8]>>,
+    /// A runtime made and given the prelude while the worker waited, for the next call only.
+    ready: Option<Fresh>,
+    /// The last call's runtime, freed once its answer is out.
+    spent: Option<Fresh>,
+}
+
+impl Default for QuickJs {
+    fn default() -> QuickJs {
+        QuickJs::new()
+    }
+}
+
+impl std::fmt::Debug for QuickJs {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("QuickJs")
+            .field("prelude_bytes", &self.prelude.as_ref().map(|p| p.len()))
+            .field("ready", &self.ready.is_some())
+            .finish()
+    }
 }
 
 impl QuickJs {
     /// A new engine.
     pub fn new() -> QuickJs {
-        QuickJs { prelude: None }
+        QuickJs {
+            prelude: None,
+            ready: None,
+            spent: None,
+        }
+    }
+
+    /// A fresh runtime with the prelude installed: the one made ahead, or a new one.
+    fn fresh(&mut self) -> Result<Fresh, Failure> {
+        self.spent = None;
+        match self.ready.take() {
+            Some(fresh) => Ok(fresh),
+            None => Fresh::new(self.prelude()?),
+        }
     }
 
     /// The prelude as QuickJS module bytecode, compiled once per engine.
-    fn prelude(&mut self) -> Result<&[u8], Failure> {
+    fn prelude(&mut self) -> Result<Rc<[u8]>, Failure> {
         if self.prelude.is_none() {
             let internal = |e: rquickjs::Error| {
                 Failure::new(
@@ -146,9 +102,9 @@ impl QuickJs {
                     .write(WriteOptions::default())
                 })
                 .map_err(internal)?;
-            self.prelude = Some(bytes);
+            self.prelude = Some(Rc::from(bytes));
         }
-        Ok(self.prelude.as_deref().unwrap_or_default())
+        Ok(self.prelude.clone().unwrap_or_else(|| Rc::from(Vec::new())))
     }
 }
 
@@ -162,25 +118,33 @@ impl Engine for QuickJs {
     }
 
     fn call(&mut self, call: &EngineCall<'_>) -> Result<EngineOutput, (Failure, ConsoleLog)> {
-        let prelude = self.prelude().map_err(|f| (f, ConsoleLog::default()))?;
-        let session = Session::start(call, prelude).map_err(|f| (f, ConsoleLog::default()))?;
+        let fresh = self.fresh().map_err(|f| (f, ConsoleLog::default()))?;
+        let session = Session::start(call, fresh);
         let result = session.run(call);
-        let log = session.log.take();
+        let log = session.fresh.log.take();
+        // Freed after the answer is written (`idle`), or before the next call.
+        self.spent = Some(session.fresh);
         match result {
             Ok(output) => Ok(EngineOutput { output, log }),
             Err(f) => Err((f, log)),
         }
     }
+
+    /// Frees the last call's runtime and makes the next call's, prelude installed, while the
+    /// host reads the answer. The runtime made here has run nothing but the prelude; it serves
+    /// exactly one call.
+    fn idle(&mut self) {
+        self.spent = None;
+        if self.ready.is_none()
+            && let Ok(prelude) = self.prelude()
+        {
+            self.ready = Fresh::new(prelude).ok();
+        }
+    }
 }
 
-struct Session<'p> {
-    /// Prelude bytecode; QuickJS reads it in place, so it outlives the runtime.
-    prelude: &'p [u8],
-    rt: Runtime,
-    ctx: Context,
-    shared: Rc<Shared>,
-    interrupted: Rc<Cell<bool>>,
-    log: Rc<RefCell<ConsoleLog>>,
+struct Session {
+    fresh: Fresh,
     limits: Limits,
 }
 
@@ -193,39 +157,16 @@ struct Prepared {
     evaluated: Persistent<Promise<'static>>,
 }
 
-impl<'p> Session<'p> {
-    fn start(call: &EngineCall<'_>, prelude: &'p [u8]) -> Result<Session<'p>, Failure> {
-        let internal = |e: rquickjs::Error| Failure::new(FailureCode::Internal, e.to_string());
+impl Session {
+    /// Gives a fresh runtime the call's limits, wall and modules.
+    fn start(call: &EngineCall<'_>, fresh: Fresh) -> Session {
         let limits = call.limits;
-        let rt = Runtime::new().map_err(internal)?;
-        rt.set_memory_limit(limits.heap_bytes);
-        rt.set_max_stack_size(limits.stack_bytes);
-        let deadline = Instant::now() + limits.wall();
-        let interrupted = Rc::new(Cell::new(false));
-        let flag = interrupted.clone();
-        rt.set_interrupt_handler(Some(Box::new(move || {
-            if flag.get() || Instant::now() >= deadline {
-                flag.set(true);
-                return true;
-            }
-            false
-        })));
-        let shared = Rc::new(Shared {
-            bundle: call.bundle.clone(),
-            dynamic: Cell::new(false),
-            rejected: RefCell::new(None),
-        });
-        rt.set_loader(BundleResolver(shared.clone()), BundleLoader(shared.clone()));
-        let ctx = Context::custom::<Intrinsics>(&rt).map_err(internal)?;
-        Ok(Session {
-            prelude,
-            rt,
-            ctx,
-            shared,
-            interrupted,
-            log: Rc::new(RefCell::new(ConsoleLog::default())),
-            limits,
-        })
+        fresh.rt.set_memory_limit(limits.heap_bytes);
+        fresh.rt.set_max_stack_size(limits.stack_bytes);
+        fresh.log_bound.set(limits.log_bytes);
+        fresh.deadline.set(Some(Instant::now() + limits.wall()));
+        *fresh.shared.bundle.borrow_mut() = Some(call.bundle.clone());
+        Session { fresh, limits }
     }
 
     fn run(&self, call: &EngineCall<'_>) -> Result<Vec<u8>, Failure> {
@@ -240,7 +181,7 @@ impl<'p> Session<'p> {
         }
         // A `null` exception with no stack is what an allocation failure inside the error
         // constructor leaves behind (a module that literally throws `null` is reported the same).
-        let used = usize::try_from(self.rt.memory_usage().malloc_size).unwrap_or(0);
+        let used = usize::try_from(self.fresh.rt.memory_usage().malloc_size).unwrap_or(0);
         if used >= self.limits.heap_bytes / 10 * 9 || f.message == NULL_EXCEPTION {
             return Failure::exceeded(Limit::HeapBytes, &self.limits);
         }
@@ -248,14 +189,18 @@ impl<'p> Session<'p> {
     }
 
     fn phases(&self, call: &EngineCall<'_>) -> Result<Vec<u8>, Failure> {
-        let prepared = self.ctx.with(|ctx| self.prepare(&ctx, call))?;
+        let prepared = self.fresh.ctx.with(|ctx| self.prepare(&ctx, call))?;
         self.drain_jobs()?;
-        let returned = self.ctx.with(|ctx| self.invoke(&ctx, call, &prepared))?;
+        let returned = self
+            .fresh
+            .ctx
+            .with(|ctx| self.invoke(&ctx, call, &prepared))?;
         self.drain_jobs()?;
         let output = self
+            .fresh
             .ctx
             .with(|ctx| self.finish(&ctx, &prepared, returned))?;
-        if let Some(spec) = self.shared.rejected.borrow().clone() {
+        if let Some(spec) = self.fresh.shared.rejected.borrow().clone() {
             return Err(Failure::new(FailureCode::ModuleRejected, spec));
         }
         Ok(output)
@@ -264,29 +209,11 @@ impl<'p> Session<'p> {
     /// Installs the prelude, builds the arguments, loads and evaluates the module graph.
     fn prepare<'js>(&self, ctx: &Ctx<'js>, call: &EngineCall<'_>) -> Result<Prepared, Failure> {
         let fail = |code| move |_: rquickjs::Error| self.failure(ctx, code);
-        let log = self.log.clone();
-        let bound = self.limits.log_bytes;
-        let sink = Function::new(ctx.clone(), move |level: String, text: String| {
-            log.borrow_mut().push(&level, &text, bound);
-        })
-        .map_err(fail(FailureCode::Internal))?;
-        let allowed = Array::new(ctx.clone()).map_err(fail(FailureCode::Internal))?;
-        for (i, name) in ALLOWED_GLOBALS.iter().enumerate() {
-            allowed.set(i, *name).map_err(fail(FailureCode::Internal))?;
-        }
-        // SAFETY: the bytes are module bytecode written by `Module::write` of this same QuickJS
-        // build (`QuickJs::prelude`), never data from outside the process, and they outlive
-        // this call's runtime (the engine owns them), as reading them in place requires.
-        #[allow(
-            unsafe_code,
-            reason = "loads the prelude from bytecode this crate compiled"
-        )]
-        let module = unsafe { Module::load(ctx.clone(), self.prelude) }
-            .map_err(fail(FailureCode::Internal))?;
-        let (module, _) = module.eval().map_err(fail(FailureCode::Internal))?;
-        let prelude: Function = module.get("install").map_err(fail(FailureCode::Internal))?;
-        let helpers: Object = prelude
-            .call((sink, allowed))
+        let helpers = self
+            .fresh
+            .helpers
+            .clone()
+            .restore(ctx)
             .map_err(fail(FailureCode::Internal))?;
 
         let inputs = self.inputs(ctx, call)?;
@@ -302,7 +229,7 @@ impl<'p> Session<'p> {
             .call((env,))
             .map_err(fail(FailureCode::Internal))?;
 
-        let bundle = &self.shared.bundle;
+        let bundle = call.bundle;
         let entry = bundle.entry.as_str();
         let source = bundle.modules.get(entry).ok_or_else(|| {
             Failure::new(
@@ -312,7 +239,7 @@ impl<'p> Session<'p> {
         })?;
         let module = Module::declare(ctx.clone(), entry, source.as_str())
             .map_err(fail(FailureCode::ModuleRejected))?;
-        self.shared.dynamic.set(true);
+        self.fresh.shared.dynamic.set(true);
         let (module, evaluated) = module.eval().map_err(fail(FailureCode::ExecutionFailed))?;
         let namespace = module
             .namespace()
@@ -374,7 +301,7 @@ impl<'p> Session<'p> {
         let export: Value = namespace
             .get(name)
             .map_err(|_| self.failure(ctx, FailureCode::ModuleRejected))?;
-        let entry = &self.shared.bundle.entry;
+        let entry = &call.bundle.entry;
         if export.is_undefined() {
             let names: Vec<String> = namespace.keys::<String>().filter_map(Result::ok).collect();
             return Err(Failure::missing_export(entry, call.export, &names));
@@ -461,7 +388,7 @@ impl<'p> Session<'p> {
 
     fn drain_jobs(&self) -> Result<(), Failure> {
         loop {
-            match self.rt.execute_pending_job() {
+            match self.fresh.rt.execute_pending_job() {
                 Ok(true) => {}
                 Ok(false) => return Ok(()),
                 Err(job) => {
@@ -481,7 +408,7 @@ impl<'p> Session<'p> {
     /// Maps an exception to a failure: limits first (they explain everything after them), then
     /// refused imports, then the stage's own code.
     fn classify(&self, code: FailureCode, text: &str) -> Failure {
-        if self.interrupted.get() {
+        if self.fresh.interrupted.get() {
             return Failure::exceeded(Limit::WallMilliseconds, &self.limits);
         }
         // As the V8 engine reads its texts: running out of memory or a string past the
@@ -495,7 +422,7 @@ impl<'p> Session<'p> {
         if text.contains("Maximum call stack size exceeded") || text.contains("stack overflow") {
             return Failure::exceeded(Limit::StackBytes, &self.limits);
         }
-        if let Some(spec) = self.shared.rejected.borrow().clone() {
+        if let Some(spec) = self.fresh.shared.rejected.borrow().clone() {
             return Failure::new(FailureCode::ModuleRejected, spec);
         }
         Failure::thrown(code, text)
