@@ -21,8 +21,8 @@
 //! Entries are keyed by the package's canonical directory, so two packages of the same name in
 //! different directories never share one. Profiles whose inputs name packet schemas are not
 //! cached: their schemas are searched for in directories up the tree, where a new file may
-//! change the answer. The cache is bounded ([`MAX_PACKAGES`], [`MAX_SOURCE_BYTES`]); the least
-//! recently used entry goes first.
+//! change the answer. The cache is bounded ([`MAX_PACKAGES`], [`MAX_SOURCE_BYTES`],
+//! [`MAX_PROFILE_BYTES`]); the least recently used entry goes first.
 
 use runx_profile::{PROFILE_FILE, Profile, ProfileError};
 use runx_worker::{BundleError, ModuleBundle, Scope, collect_bundle};
@@ -38,6 +38,9 @@ pub(crate) const SETTLED: Duration = Duration::from_secs(2);
 pub(crate) const MAX_PACKAGES: usize = 256;
 /// Most bytes of module source kept, over every closure.
 pub(crate) const MAX_SOURCE_BYTES: usize = 64 * 1024 * 1024;
+/// Most bytes of `X.yaml` text whose profiles are kept, over every package (a parsed profile
+/// takes a few times its text).
+pub(crate) const MAX_PROFILE_BYTES: usize = 16 * 1024 * 1024;
 
 /// The package directory `given` names, relative to `base`: `base/given`, or, for a bare name
 /// (`helpdesk`) that is not a directory there, `base/skills/NAME` when that is one (the runx
@@ -150,6 +153,8 @@ pub(crate) struct Collected {
 struct ProfileEntry {
     profile: Arc<Profile>,
     witness: Witness,
+    /// Bytes of its `X.yaml`.
+    bytes: usize,
     used: u64,
 }
 
@@ -168,6 +173,7 @@ struct Entries {
     profiles: HashMap<PathBuf, ProfileEntry>,
     bundles: HashMap<(PathBuf, String), BundleEntry>,
     source_bytes: usize,
+    profile_bytes: usize,
     clock: u64,
 }
 
@@ -303,7 +309,9 @@ impl Entries {
         let now = self.tick();
         let entry = self.profiles.get_mut(dir)?;
         if entry.witness != *witness {
+            let bytes = entry.bytes;
             self.profiles.remove(dir);
+            self.profile_bytes -= bytes;
             return None;
         }
         entry.used = now;
@@ -311,21 +319,39 @@ impl Entries {
     }
 
     fn keep_profile(&mut self, dir: PathBuf, profile: Arc<Profile>, witness: Witness) {
-        let used = self.tick();
-        if self.profiles.len() >= MAX_PACKAGES
-            && let Some(oldest) = self
+        // The last stamp is `X.yaml`'s.
+        let bytes = witness
+            .0
+            .last()
+            .map_or(0, |(_, s)| usize::try_from(s.size).unwrap_or(usize::MAX));
+        if bytes > MAX_PROFILE_BYTES {
+            return;
+        }
+        if let Some(old) = self.profiles.remove(&dir) {
+            self.profile_bytes -= old.bytes;
+        }
+        while self.profiles.len() >= MAX_PACKAGES || self.profile_bytes + bytes > MAX_PROFILE_BYTES
+        {
+            let Some(oldest) = self
                 .profiles
                 .iter()
                 .min_by_key(|(_, e)| e.used)
                 .map(|(k, _)| k.clone())
-        {
-            self.profiles.remove(&oldest);
+            else {
+                break;
+            };
+            if let Some(gone) = self.profiles.remove(&oldest) {
+                self.profile_bytes -= gone.bytes;
+            }
         }
+        let used = self.tick();
+        self.profile_bytes += bytes;
         self.profiles.insert(
             dir,
             ProfileEntry {
                 profile,
                 witness,
+                bytes,
                 used,
             },
         );

@@ -169,3 +169,38 @@ fn packet_profiles_are_not_kept() {
     let b = cache.profile(&dir).unwrap();
     assert!(!Arc::ptr_eq(&a, &b));
 }
+
+#[test]
+fn the_cache_stays_within_its_bounds() {
+    let tmp = tempfile::tempdir().unwrap();
+    let cache = eager();
+    for n in 0..(super::MAX_PACKAGES + 8) {
+        let dir = tmp.path().join(format!("p{n}"));
+        package(&dir, "p", "export const v = 1;\n");
+        let p = cache.profile(&dir).unwrap();
+        cache.bundle(&p.dir, "src/main.mjs", LIMIT).unwrap();
+    }
+    let entries = cache.lock();
+    assert_eq!(entries.profiles.len(), super::MAX_PACKAGES);
+    assert_eq!(entries.bundles.len(), super::MAX_PACKAGES);
+    assert!(entries.source_bytes <= super::MAX_SOURCE_BYTES);
+    let kept: usize = entries.bundles.values().map(|e| e.bytes).sum();
+    assert_eq!(kept, entries.source_bytes);
+    let profiles: usize = entries.profiles.values().map(|e| e.bytes).sum();
+    assert_eq!(profiles, entries.profile_bytes);
+    // The first packages went first.
+    assert!(!entries.profiles.keys().any(|k| k.ends_with("p0")));
+}
+
+#[test]
+fn a_folder_replaced_by_another_at_the_same_path_is_another_package() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("pkg");
+    package(&dir, "first", "export const v = 1;\n");
+    let cache = eager();
+    assert_eq!(cache.profile(&dir).unwrap().skill, "first");
+    fs::rename(&dir, tmp.path().join("old")).unwrap();
+    package(&dir, "second", "export const v = 1;\n");
+    // Even with `X.yaml`'s times made equal, the folder and file are other inodes.
+    assert_eq!(cache.profile(&dir).unwrap().skill, "second");
+}
