@@ -204,3 +204,34 @@ fn a_folder_replaced_by_another_at_the_same_path_is_another_package() {
     // Even with `X.yaml`'s times made equal, the folder and file are other inodes.
     assert_eq!(cache.profile(&dir).unwrap().skill, "second");
 }
+
+/// The cost of the check a kept package passes before each step, beside loading and collecting
+/// it afresh, in one run (a ratio; nothing is asserted):
+/// `cargo test --release -p runx-runtime -- --ignored measure_the_check --nocapture`.
+#[test]
+#[ignore = "a measurement, run by hand"]
+fn measure_the_check() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("pkg");
+    package(&dir, "p", "export const v = 1;\n");
+    let cache = eager();
+    let p = cache.profile(&dir).unwrap();
+    cache.bundle(&p.dir, "src/main.mjs", LIMIT).unwrap();
+    let n = 20_000;
+    let t = std::time::Instant::now();
+    for _ in 0..n {
+        let p = cache.profile(&dir).unwrap();
+        cache.bundle(&p.dir, "src/main.mjs", LIMIT).unwrap();
+    }
+    let hit = t.elapsed() / n;
+    let t = std::time::Instant::now();
+    for _ in 0..200 {
+        runx_profile::load(&dir).unwrap();
+        runx_worker::collect_bundle(&p.dir, "src/main.mjs", LIMIT).unwrap();
+    }
+    let miss = t.elapsed() / 200;
+    eprintln!(
+        "the check of a kept package: {hit:?} per step; load and collect afresh: {miss:?} ({:.1}x)",
+        miss.as_secs_f64() / hit.as_secs_f64()
+    );
+}
