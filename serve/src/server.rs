@@ -1,6 +1,7 @@
 //! The step server: a reader that admits requests, a fixed set of step threads that run them,
 //! and one writer that every answer and notification goes through, a whole line at a time.
 
+use crate::answer::{info_json, receipt_body};
 use crate::config::ServeConfig;
 use crate::line::{Line, read_line};
 use crate::params::{Env, Inputs, InspectParams, RunParams};
@@ -73,6 +74,8 @@ struct QueuedRun {
     request: RunRequest,
     inputs: Inputs,
     env: Env,
+    /// Whether the answer carries the receipt document.
+    receipt_body: bool,
 }
 
 impl Server {
@@ -195,6 +198,12 @@ impl Server {
                 }
                 return Next::Shutdown(id);
             }
+            Method::Info(_) => {
+                if let Some(id) = id {
+                    let info = info_json(&self.shared.config);
+                    self.shared.write(&result_line(&id, &info.to_string()));
+                }
+            }
             Method::Cancel(p) => {
                 let found = self.shared.cancel(&p.id);
                 if let Some(id) = id {
@@ -298,6 +307,7 @@ impl Shared {
             request: req,
             inputs: p.inputs,
             env: p.env,
+            receipt_body: p.receipt_body,
         })))
     }
 
@@ -461,6 +471,7 @@ impl Shared {
     fn answer(&self, id: &RequestId, work: Work) -> Vec<u8> {
         let answered = catch_unwind(AssertUnwindSafe(|| match work {
             Work::Run(run) => {
+                let with_body = run.receipt_body;
                 let req = run.parsed()?;
                 let outcome = self.runtime.run(&req);
                 tracing::info!(
@@ -470,7 +481,11 @@ impl Shared {
                     status = %outcome.status(),
                     "step answered"
                 );
-                Ok(run_json(&outcome).to_string())
+                let mut result = run_json(&outcome);
+                if with_body {
+                    result["receipt_body"] = receipt_body(&outcome);
+                }
+                Ok(result.to_string())
             }
             Work::Inspect(dir) => match runx_profile::load(&dir) {
                 Ok(p) => Ok(describe_json(&p).to_string()),
@@ -513,6 +528,7 @@ impl QueuedRun {
             mut request,
             inputs,
             env,
+            ..
         } = self;
         if !request.cancel.is_cancelled() {
             // Both were checked when the request was read, so neither fails here.
