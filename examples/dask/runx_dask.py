@@ -175,18 +175,31 @@ RECEIPT_ID = re.compile(r"[0-9A-Za-z][0-9A-Za-z._-]{0,127}")
 
 
 def collect_receipts(bodies: Iterable[Mapping[str, Any]], directory: Path) -> List[Path]:
-    """Writes each receipt document as `<id>.json` in `directory`, on this machine. An `id`
-    that is not a plain file name is refused, not used as a path."""
+    """Writes each receipt document as `<id>.json` in `directory`, on this machine, and
+    returns the paths. An `id` that is not a plain file name is refused, not used as a path.
+    Ids are unique per machine (time, process, counter), not across a cluster: a different
+    receipt with an id already collected goes beside it as `<id>-<its body digest>.json`; the
+    same receipt collected twice is written once."""
     directory.mkdir(parents=True, exist_ok=True)
     paths = []
     for body in bodies:
         receipt_id = str(body.get("id", ""))
         if not RECEIPT_ID.fullmatch(receipt_id):
             raise ValueError(f"a receipt id that is not a plain file name: {receipt_id!r}")
-        path = directory / f"{receipt_id}.json"
-        with open(path, "x", encoding="utf-8") as f:  # never over another receipt
-            json.dump(body, f)
-        paths.append(path)
+        digest = str(body.get("body_digest", "")).rpartition(":")[2][:16]
+        names = [receipt_id] + ([f"{receipt_id}-{digest}"] if RECEIPT_ID.fullmatch(digest) else [])
+        for name in names:
+            path = directory / f"{name}.json"
+            try:
+                with open(path, "x", encoding="utf-8") as f:  # never over another receipt
+                    json.dump(body, f)
+            except FileExistsError:
+                if json.loads(path.read_text(encoding="utf-8")) != body:
+                    continue
+            paths.append(path)
+            break
+        else:
+            raise FileExistsError(f"another receipt {receipt_id!r} is already in {directory}")
     return paths
 
 

@@ -142,9 +142,15 @@ def test_repeated_calls_with_other_parameters_run_again_and_their_receipts_verif
     paths[0].write_text(json.dumps(tampered))
     report = verify_receipts(paths, runx_bin, env=SIGN_KEY)
     assert report["status"] == "failed" and report["failed"] == 1, report
-    # A receipt id that is not a plain file name is not a path to write to.
+    # A receipt id that is not a plain file name is not a path to write to; the same receipt
+    # collected twice is one file, and another with the same id (another machine) goes beside.
     with pytest.raises(ValueError):
         collect_receipts([{"id": "../escape"}], collected)
+    body = results[1]["receipt_bodies"][0]  # not the one changed above
+    assert collect_receipts([body], collected) == [collected / f"{body['id']}.json"]
+    twin = dict(body, body_digest="sha256:" + "ab" * 32)
+    (beside,) = collect_receipts([twin], collected)
+    assert beside.name == f"{body['id']}-{'ab' * 8}.json"
 
 
 def test_task_keys_follow_the_parameters() -> None:
