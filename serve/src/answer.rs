@@ -6,7 +6,8 @@ use runx_runtime::RunOutcome;
 use serde_json::{Value, json};
 
 /// `info`: `{"pool_size", "queue", "version"}`. A client that holds at most `pool_size +
-/// queue` requests in flight is never refused `busy`.
+/// queue` requests unanswered is never refused `busy`: a request stops counting before its
+/// answer is written.
 pub fn info_json(config: &ServeConfig) -> Value {
     json!({
         "pool_size": config.pool_size,

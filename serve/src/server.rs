@@ -332,7 +332,10 @@ impl Shared {
                     ErrorCode::InvalidRequest,
                     format!("invalid request: id {key} is already in use by a request in flight"),
                 ))
-            } else if jobs.running + jobs.queue.len() >= capacity {
+            } else if jobs.in_flight.len() >= capacity {
+                // Counted as a client counts: a request leaves `in_flight` before its answer
+                // is written (it stays `running` until after), so a client that sends one
+                // request per answer read is never refused.
                 Some(
                     RpcError::new(
                         ErrorCode::Busy,

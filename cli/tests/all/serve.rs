@@ -1078,3 +1078,26 @@ fn receipt_body_is_the_document_of_the_receipt_file_and_verifies_elsewhere() {
     let out = run_in(ws.path(), &["receipt", "verify", "collected"], &key);
     assert_eq!(out.status.code(), Some(1));
 }
+
+/// A client that sends a request as soon as it reads the previous answer never finds the
+/// server full, even with no queue: a request stops counting against the pool and queue
+/// before its answer is written. (Counted as running until after the write, one such request
+/// in six was refused `busy`.)
+#[test]
+fn a_request_sent_when_an_answer_is_read_is_never_busy() {
+    let ws = tempfile::tempdir().unwrap();
+    package(ws.path());
+    let mut s = Session::start(ws.path(), &["--pool-size", "1", "--queue", "0"]);
+    for i in 0..400 {
+        s.request(
+            json!(i),
+            "run",
+            json!({"skill": "steps", "inputs": {"i": i}}),
+        );
+        let v = s.next();
+        assert_eq!(v["id"], i, "{v}");
+        assert_eq!(v["result"]["status"], "sealed", "request {i}: {v}");
+    }
+    let (code, _) = s.close();
+    assert_eq!(code, 0);
+}
