@@ -8,9 +8,9 @@ the server's last words. Callers' callbacks run on the callback pool (:mod:`.cal
 Backpressure: the server runs ``pool_size`` steps and holds ``queue`` more; past that it
 refuses a request ``busy``. The client asks the server for both (``info``) and keeps at most
 their sum of steps (and ``inspect`` requests) in flight; the rest wait in the client, in order,
-and go out as answers come back. A ``busy`` answer all the same (an answer read just before the
-server counted its slot free) puts the step back at the head of the line, to go again after
-a short pause.
+and go out as answers come back. A ``busy`` answer all the same (a server without ``info``,
+whose capacity was guessed) puts the step back at the head of the line, to go again after a
+short pause, and says the server's real capacity.
 """
 
 from __future__ import annotations
@@ -317,6 +317,9 @@ class Client:
         self._guess = (pool_size or _cpus()) + (DEFAULT_QUEUE if queue is None else queue)
         self._retry_at = 0.0
         self._pause = BUSY_PAUSE[0]
+        #: Requests the server refused busy and that went again (none, from a server with
+        #: `info`).
+        self._busy_answers = 0
         self._closing = False
         self._gone: Optional[ServerGone] = None
         self._callbacks = Callbacks(callback_threads)
@@ -695,6 +698,7 @@ class Client:
                 self._capacity = max(1, int(data["pool_size"]) + int(data["queue_limit"]))
             self._retry_at = time.monotonic() + self._pause
             self._pause = min(self._pause * 2, BUSY_PAUSE[1])
+            self._busy_answers += 1
             self._waiting.appendleft(req)
             self._changed.notify_all()
         logger.debug("runx serve was busy; request %r waits for a slot again", req.id)

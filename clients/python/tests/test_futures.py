@@ -53,6 +53,7 @@ def test_five_hundred_submissions_at_once_all_complete_with_the_default_queue(
         done, not_done = wait(steps, timeout=300)
         assert not not_done
         assert [s.result().output["inputs"]["n"] for s in steps] == list(range(500))
+        assert runx._busy_answers == 0, "the client sent more than the server holds"
 
 
 def test_a_full_server_makes_steps_wait_in_the_client(runx_bin: str, workspace: Path) -> None:
@@ -63,6 +64,7 @@ def test_a_full_server_makes_steps_wait_in_the_client(runx_bin: str, workspace: 
         assert not any(s.running() for s in steps), "a step went to a full server"
         assert [s.result(30).output["inputs"]["n"] for s in steps] == list(range(20))
         assert slow.result(30).ok
+        assert runx._busy_answers == 0
         # One still waiting is cancelled as a future is; the server never sees it.
         blocker = runx.submit("steps", {"seconds": 1}, runner="sleep")
         waiting = runx.submit("steps", {"n": -1})
@@ -79,6 +81,7 @@ def test_a_busy_answer_sends_the_step_again(fake_serve: str, monkeypatch: pytest
     with Client(fake_serve) as runx:
         steps = [runx.submit("x", {"n": n}) for n in range(30)]
         assert [s.result(30).output["n"] for s in steps] == list(range(30))
+        assert runx._busy_answers == 30
     # Asked not to wait, the caller sees the refusal.
     with Client(fake_serve, backpressure=False) as runx:
         with pytest.raises(BusyError) as caught:
