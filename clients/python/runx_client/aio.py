@@ -178,7 +178,7 @@ class AsyncClient:
             raise ServeError(0, f"info answered {result!r}")
         return result
 
-    async def close(self, cancel: bool = False, timeout: float = 60.0) -> None:
+    async def close(self, cancel: bool = False, timeout: Optional[float] = None) -> None:
         """:meth:`Client.close`, on a thread of the loop's executor."""
         loop = asyncio.get_running_loop()
         await loop.run_in_executor(None, lambda: self.client.close(cancel=cancel, timeout=timeout))

@@ -456,8 +456,12 @@ class Client:
         self._close_stdin()
         self._proc.wait(left())
 
-    def close(self, cancel: bool = False, timeout: float = 60.0) -> None:
-        """:meth:`shutdown`, then kills the server if it has not exited within ``timeout``."""
+    def close(self, cancel: bool = False, timeout: Optional[float] = None) -> None:
+        """:meth:`shutdown`, then kills the server if it has not exited within ``timeout``
+        seconds (by default it waits for every submitted step, each bounded by its own wall
+        limit; with ``cancel``, at most a minute)."""
+        if timeout is None and cancel:
+            timeout = 60.0
         try:
             self.shutdown(cancel=cancel, timeout=timeout)
         except (subprocess.TimeoutExpired, FutureTimeout, ServeError, OSError):
