@@ -64,5 +64,5 @@ class Callbacks:
                 work = chain.items.popleft()
             try:
                 work()
-            except BaseException:  # noqa: B902 - a chain must go on, whatever its work raised
+            except BaseException:  # a chain must go on, whatever its work raised
                 logger.exception("a runx_client callback raised")

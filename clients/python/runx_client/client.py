@@ -147,7 +147,7 @@ class Step(Future[StepResult]):
             return
         try:
             callback(progress)
-        except BaseException as e:  # noqa: B902 - whatever it raised is the caller's to see
+        except BaseException as e:  # whatever it raised is the caller's to see
             self.callback_error = e
             logger.exception(
                 "the progress callback of runx step %r raised; it is not called again for this step",
@@ -182,7 +182,7 @@ class Step(Future[StepResult]):
 def _call(fn: Callable[["Future[StepResult]"], object], step: "Future[StepResult]") -> None:
     try:
         fn(step)
-    except BaseException:  # noqa: B902 - as concurrent.futures does: log, go on
+    except BaseException:  # as concurrent.futures does: log, go on
         logger.exception("a done callback of runx step %r raised", getattr(step, "id", None))
 
 

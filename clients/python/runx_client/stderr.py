@@ -1,5 +1,6 @@
 """The server's stderr: copied where the caller asked (by default the ``runx_client.serve``
-logger), and its last lines kept, so that a server that exits says why."""
+logger: ``runx serve`` writes only warnings and errors there unless told ``-v``), and its last
+lines kept, so that a server that exits says why."""
 
 from __future__ import annotations
 
@@ -59,7 +60,8 @@ class StderrTail:
         try:
             if sink is None:
                 if line:
-                    serve_logger.warning("%s", line)
+                    level = logging.ERROR if " ERROR " in line else logging.WARNING
+                    serve_logger.log(level, "%s", line)
             elif isinstance(sink, int):
                 if sink >= 0:
                     os.write(sink, raw)
