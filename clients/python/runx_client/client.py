@@ -193,8 +193,11 @@ def _outcome(message: JsonObject) -> Union[StepResult, Exception]:
         return error_of(error if isinstance(error, dict) else {"message": str(error)})
     result = message.get("result")
     if not isinstance(result, dict) or not isinstance(result.get("status"), str):
-        return ServeError(0, f"runx serve answered a run with {result!r}")
-    step = StepResult.from_json(result)
+        return ServeError(0, f"runx serve answered a run with {result!r}"[:1000])
+    try:
+        step = StepResult.from_json(result)
+    except (AttributeError, TypeError, ValueError) as e:
+        return ServeError(0, f"runx serve answered a run with a result this client cannot read: {e}")
     return step if step.ok else step.failure()
 
 
@@ -633,7 +636,10 @@ class Client:
         assert stdout is not None
         try:
             for raw in stdout:
-                self._receive(raw)
+                try:
+                    self._receive(raw)
+                except Exception:  # one odd answer must not end the reader and every step
+                    logger.exception("runx_client could not handle an answer: %r", raw[:200])
         except (OSError, ValueError):  # the stream was closed under us
             pass
         finally:

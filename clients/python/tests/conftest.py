@@ -138,6 +138,9 @@ for line in sys.stdin:
         send({{"jsonrpc": "2.0", "id": 987654, "result": {{"status": "sealed"}}}})
         send({{"jsonrpc": "2.0", "method": "progress", "params": {{"id": 987654, "page_index": 0}}}})
         send({{"jsonrpc": "2.0", "method": "progress", "params": {{"id": rid, "page_index": "x"}}}})
+        if params.get("inputs", {{}}).get("n") == 3:  # an answer the client cannot read
+            answer(rid, {{"status": "sealed", "console": "not an object"}})
+            continue
     answer(rid, {{"status": "sealed", "skill": "fake", "runner": "r", "output": params.get("inputs"),
                  "receipt": None, "error": None, "console": None, "stderr": None}})
     if mode == "exit-after-one":

@@ -20,6 +20,7 @@ from runx_client import (
     Client,
     Progress,
     RunxError,
+    ServeError,
     Step,
 )
 
@@ -102,6 +103,9 @@ def test_lines_that_are_no_answer_of_ours_are_ignored(fake_serve: str, monkeypat
     with Client(fake_serve) as runx:
         assert runx.run("x", {"n": 1}, on_progress=seen.append, timeout=30).output == {"n": 1}
         assert runx.run("x", {"n": 2}, timeout=30).output == {"n": 2}
+        with pytest.raises(ServeError, match="cannot read"):
+            runx.run("x", {"n": 3}, timeout=30)
+        assert runx.run("x", {"n": 4}, timeout=30).output == {"n": 4}
     assert seen == [], "a malformed progress reached the callback"
 
 
