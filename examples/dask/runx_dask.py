@@ -3,19 +3,27 @@
     python runx_dask.py DATA_DIR                      # a LocalCluster of 2 worker processes
     python runx_dask.py DATA_DIR --scheduler tcp://scheduler:8786
 
+    python runx_dask.py DATA_DIR --collect RECEIPTS   # and gather every receipt here
+
 The graph: one paged `tally` step per archive file in DATA_DIR (they run in parallel, on
 whichever workers Dask picks), then one `merge` step over their outputs. Dask schedules; runx
-runs each step sandboxed, with the environment the step is given and a receipt per step.
+runs each step sandboxed, with the environment the step is given and a receipt per step. Each
+step's receipt document comes back with its result, so the client can keep and verify every
+receipt wherever the steps ran.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
+import re
 import socket
+import subprocess
 from pathlib import Path
-from typing import Any, Dict, List, Mapping, Optional
+from typing import Any, Dict, Iterable, List, Mapping, Optional
 
+from dask.base import tokenize
 from distributed import Client as DaskClient
 from distributed import WorkerPlugin, get_worker
 
@@ -32,22 +40,31 @@ class RunxServe(WorkerPlugin):
     `runx` is the executable on the worker's machine. Steps run at most `pool_size` at a time
     in that server (default: the worker's thread count, so every Dask thread has a slot);
     `cwd` is the server's working directory, against which relative skill and data paths
-    resolve.
+    resolve. `sign_key` is a key file on the worker's machine that the server signs receipts
+    with (else the `RUNX_RECEIPT_SIGN_*` of the worker's environment, if set): a path, never
+    the key, since the plugin travels through the scheduler.
     """
 
     name = PLUGIN
 
     def __init__(
-        self, runx: str = "runx", pool_size: Optional[int] = None, cwd: Optional[str] = None
+        self,
+        runx: str = "runx",
+        pool_size: Optional[int] = None,
+        cwd: Optional[str] = None,
+        sign_key: Optional[str] = None,
     ) -> None:
         self.runx = runx
         self.pool_size = pool_size
         self.cwd = cwd
+        self.sign_key = sign_key
         self.client: Optional[RunxClient] = None
 
     def setup(self, worker: Any) -> None:
         threads = int(getattr(worker, "nthreads", 1) or 1)
-        self.client = RunxClient(self.runx, pool_size=self.pool_size or threads, cwd=self.cwd)
+        self.client = RunxClient(
+            self.runx, pool_size=self.pool_size or threads, cwd=self.cwd, sign_key=self.sign_key
+        )
 
     def teardown(self, worker: Any) -> None:
         if self.client is not None:
@@ -75,16 +92,26 @@ def runx_step(
     receipt_dir: Optional[str] = None,
 ) -> Dict[str, Any]:
     """A Dask task: one runx step on this worker's warm server. Raises `RunxError` (with the
-    failure's kind and code) when the step fails, so Dask marks the task failed."""
+    failure's kind and code; it pickles) when the step fails, so Dask marks the task failed.
+    The result carries the receipt document (`receipt_body`) as well as its path on this
+    worker."""
     result = serve_client().run(
-        skill, inputs, runner=runner, env=env, cwd=cwd, receipt_dir=receipt_dir
+        skill, inputs, runner=runner, env=env, cwd=cwd, receipt_dir=receipt_dir, receipt_body=True
     )
     return {
         "output": result.output,
         "receipt": result.receipt,
+        "receipt_body": result.receipt_body,
         "host": socket.gethostname(),
         "server_pid": serve_client().pid,
     }
+
+
+def step_key(name: str, *parameters: Any) -> str:
+    """A task key from everything the step depends on: the same step with the same
+    parameters has the same key (Dask may reuse a result it still holds), and a step with any
+    other parameter (inputs, `cwd`, `receipt_dir`) has another one, so it runs again."""
+    return f"{name}-{tokenize(*parameters)}"
 
 
 def merge_step(
@@ -107,35 +134,97 @@ def tally_archives(
 ) -> Dict[str, Any]:
     """Runs the graph: a `tally` step per archive in `data_dir`, then `merge`. `skills_dir`
     and `data_dir` are paths on the workers. Returns the merged output, every step's receipt
-    (each written on the machine that ran the step) and which servers ran the tallies."""
-    parts = [
-        dask.submit(
-            runx_step,
-            os.path.join(skills_dir, "tally"),
-            {"archive_file": name},
-            cwd=data_dir,
-            receipt_dir=receipt_dir,
-            key=f"tally-{name}",
-            pure=False,
+    path (on the machine that ran the step) and document (`receipt_bodies`, here), and which
+    servers ran the tallies."""
+    tally = os.path.join(skills_dir, "tally")
+    merge = os.path.join(skills_dir, "merge")
+    parts = []
+    for name in archives:
+        inputs = {"archive_file": name}
+        parts.append(
+            dask.submit(
+                runx_step,
+                tally,
+                inputs,
+                cwd=data_dir,
+                receipt_dir=receipt_dir,
+                key=step_key("tally", tally, inputs, data_dir, receipt_dir),
+            )
         )
-        for name in archives
-    ]
     total = dask.submit(
         merge_step,
-        os.path.join(skills_dir, "merge"),
+        merge,
         parts,
         cwd=data_dir,
         receipt_dir=receipt_dir,
-        key="merge",
-        pure=False,
+        key=step_key("merge", merge, [p.key for p in parts], data_dir, receipt_dir),
     )
     merged = total.result()
     tallies = dask.gather(parts)
+    steps = tallies + [merged]
     return {
         "output": merged["output"],
-        "receipts": [t["receipt"] for t in tallies] + [merged["receipt"]],
+        "receipts": [s["receipt"] for s in steps],
+        "receipt_bodies": [s["receipt_body"] for s in steps],
         "ran_on": sorted({(t["host"], t["server_pid"]) for t in tallies}),
     }
+
+
+#: What a receipt's `id` may be to name its file: runx writes `<ms>-<pid>-<n>`.
+RECEIPT_ID = re.compile(r"[0-9A-Za-z][0-9A-Za-z._-]{0,127}")
+
+
+def collect_receipts(bodies: Iterable[Mapping[str, Any]], directory: Path) -> List[Path]:
+    """Writes each receipt document as `<id>.json` in `directory`, on this machine, and
+    returns the paths. An `id` that is not a plain file name is refused, not used as a path.
+    Ids are unique per machine (time, process, counter), not across a cluster: a different
+    receipt with an id already collected goes beside it as `<id>-<its body digest>.json`; the
+    same receipt collected twice is written once."""
+    directory.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for body in bodies:
+        receipt_id = str(body.get("id", ""))
+        if not RECEIPT_ID.fullmatch(receipt_id):
+            raise ValueError(f"a receipt id that is not a plain file name: {receipt_id!r}")
+        digest = str(body.get("body_digest", "")).rpartition(":")[2][:16]
+        names = [receipt_id] + ([f"{receipt_id}-{digest}"] if RECEIPT_ID.fullmatch(digest) else [])
+        for name in names:
+            path = directory / f"{name}.json"
+            try:
+                with open(path, "x", encoding="utf-8") as f:  # never over another receipt
+                    json.dump(body, f)
+            except FileExistsError:
+                if json.loads(path.read_text(encoding="utf-8")) != body:
+                    continue
+            paths.append(path)
+            break
+        else:
+            raise FileExistsError(f"another receipt {receipt_id!r} is already in {directory}")
+    return paths
+
+
+def verify_receipts(
+    paths: Iterable[Path],
+    runx: str = "runx",
+    public_key: Optional[str] = None,
+    env: Optional[Mapping[str, str]] = None,
+) -> Dict[str, Any]:
+    """`runx receipt verify --json` on receipt files: digest, schema and signature, offline.
+    The verification key is the file `public_key` (`RUNX_RECEIPT_VERIFY_*` lines), else the
+    `RUNX_RECEIPT_VERIFY_*` (or signing key) of `env`, else of this process's environment.
+    Returns runx's report, `{"status": "verified", ...}` when every receipt verifies."""
+    command = [runx, "receipt", "verify", "--json"]
+    if public_key is not None:
+        command += ["--public-key", public_key]
+    command += [str(p) for p in paths]
+    done = subprocess.run(
+        command, capture_output=True, env=None if env is None else dict(env), check=False
+    )
+    try:
+        report: Dict[str, Any] = json.loads(done.stdout)
+    except ValueError:
+        report = {"status": "usage", "error": done.stderr.decode(errors="replace").strip()}
+    return report
 
 
 def main() -> None:
@@ -144,22 +233,25 @@ def main() -> None:
     parser.add_argument("--scheduler", help="a running scheduler, e.g. tcp://scheduler:8786")
     parser.add_argument("--runx", default=os.environ.get("RUNX_BIN", "runx"))
     parser.add_argument("--workers", type=int, default=2, help="LocalCluster worker processes")
+    parser.add_argument("--collect", type=Path, help="write every step's receipt here, and verify them")
     args = parser.parse_args()
     data_dir = args.data_dir.resolve()
     archives = sorted(p.name for p in data_dir.glob("archive-*.json"))
     if args.scheduler:
         with DaskClient(args.scheduler) as dask:
-            run(dask, args.runx, data_dir, archives)
+            run(dask, args.runx, data_dir, archives, args.collect)
     else:
         from distributed import LocalCluster
 
         with LocalCluster(
             n_workers=args.workers, threads_per_worker=1, processes=True
         ) as cluster, DaskClient(cluster) as dask:
-            run(dask, args.runx, data_dir, archives)
+            run(dask, args.runx, data_dir, archives, args.collect)
 
 
-def run(dask: DaskClient, runx: str, data_dir: Path, archives: List[str]) -> None:
+def run(
+    dask: DaskClient, runx: str, data_dir: Path, archives: List[str], collect: Optional[Path]
+) -> None:
     dask.register_plugin(RunxServe(runx=runx))
     result = tally_archives(dask, str(data_dir), archives)
     print(result["output"])
@@ -167,6 +259,12 @@ def run(dask: DaskClient, runx: str, data_dir: Path, archives: List[str]) -> Non
         print(f"tallied on {host} by runx serve pid {pid}")
     for receipt in result["receipts"]:
         print("receipt", receipt)
+    if collect is not None:
+        paths = collect_receipts(result["receipt_bodies"], collect)
+        report = verify_receipts(paths, runx)
+        print(f"collected {len(paths)} receipts in {collect}: {report.get('status')}")
+        if report.get("status") != "verified":
+            print(report.get("error") or [r for r in report.get("receipts", []) if r["status"] != "verified"])
 
 
 if __name__ == "__main__":

@@ -12,17 +12,37 @@ import pytest
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
-for path in (ROOT / "clients" / "python", HERE):
+PATHS = [HERE]
+try:
+    import runx_client  # noqa: F401 - installed (pip install ./clients/python), as CI tests it
+except ImportError:  # the source tree, for a quick run without installing
+    PATHS.append(ROOT / "clients" / "python")
+for path in PATHS:
     sys.path.insert(0, str(path))
-# Worker processes import the plugin and the client by name: give them the same path.
+# Worker processes import the plugin (and the client) by name: give them the same path.
 os.environ["PYTHONPATH"] = os.pathsep.join(
-    [str(ROOT / "clients" / "python"), str(HERE), os.environ.get("PYTHONPATH", "")]
+    [str(p) for p in PATHS] + [os.environ.get("PYTHONPATH", "")]
 )
 
 from distributed import Client, LocalCluster  # noqa: E402
 
 from make_archives import make_archives  # noqa: E402
-from runx_dask import PLUGIN, SKILLS, RunxServe, tally_archives  # noqa: E402
+from runx_dask import (  # noqa: E402
+    PLUGIN,
+    SKILLS,
+    RunxServe,
+    collect_receipts,
+    step_key,
+    tally_archives,
+    verify_receipts,
+)
+
+#: A throwaway signing key (the seed is public: tests only), as a key file's lines.
+SIGN_KEY = {
+    "RUNX_RECEIPT_SIGN_KID": "dask-tests",
+    "RUNX_RECEIPT_SIGN_ED25519_SEED_BASE64": "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=",
+    "RUNX_RECEIPT_SIGN_ISSUER_TYPE": "ci",
+}
 
 
 @pytest.fixture(scope="module")
@@ -75,11 +95,68 @@ def test_the_graph_on_two_worker_processes_equals_a_sequential_run(runx_bin: str
     assert result["output"]["archives"] == 6 and result["output"]["orders"] == 6 * 1500
 
     assert len(result["receipts"]) == len(archives) + 1
-    for path in result["receipts"]:
+    for path, body in zip(result["receipts"], result["receipt_bodies"]):
         receipt = json.loads(Path(path).read_text())
         assert receipt["status"] == "sealed"
+        assert receipt == body, "the receipt that travelled is not the one written"
         assert Path(path).parent == receipts
     kinds = sorted(json.loads(Path(p).read_text())["skill"] for p in result["receipts"])
     assert kinds == ["merge"] + ["tally"] * len(archives)
     tally = json.loads(Path(result["receipts"][0]).read_text())
     assert tally["artifact"]["page_count"] > 1, "the tally steps were paged"
+
+
+def test_repeated_calls_with_other_parameters_run_again_and_their_receipts_verify(
+    runx_bin: str, tmp_path: Path
+) -> None:
+    data = tmp_path / "data"
+    archives = make_archives(data, count=3, orders=300)
+    key_file = tmp_path / "sign.key"
+    key_file.write_text("".join(f"{k}={v}\n" for k, v in SIGN_KEY.items()))
+    key_file.chmod(0o600)
+    calls = [tmp_path / f"receipts-{n}" for n in range(6)]
+    with LocalCluster(
+        n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
+    ) as cluster, Client(cluster) as dask:
+        dask.register_plugin(RunxServe(runx=runx_bin, sign_key=str(key_file)))
+        # Back to back, each with its own receipt directory: every call runs every step.
+        results = [
+            tally_archives(dask, str(data), archives, receipt_dir=str(d)) for d in calls
+        ]
+    for receipt_dir, result in zip(calls, results):
+        written = sorted(receipt_dir.glob("*.json"))
+        assert len(written) == len(archives) + 1, (receipt_dir, written)
+        assert sorted(Path(p) for p in result["receipts"]) == written
+        assert result["output"] == results[0]["output"]
+    all_ids = [b["id"] for r in results for b in r["receipt_bodies"]]
+    assert len(set(all_ids)) == 6 * (len(archives) + 1), "a call returned another call's receipts"
+
+    # The receipts travelled with the results: collected here, they verify, and a changed
+    # one does not.
+    collected = tmp_path / "collected"
+    paths = collect_receipts([b for r in results for b in r["receipt_bodies"]], collected)
+    report = verify_receipts(paths, runx_bin, env=SIGN_KEY)
+    assert report["status"] == "verified" and report["verified"] == len(paths), report
+    tampered = json.loads(paths[0].read_text())
+    tampered["output_digest"] = "sha256:" + "0" * 64
+    paths[0].write_text(json.dumps(tampered))
+    report = verify_receipts(paths, runx_bin, env=SIGN_KEY)
+    assert report["status"] == "failed" and report["failed"] == 1, report
+    # A receipt id that is not a plain file name is not a path to write to; the same receipt
+    # collected twice is one file, and another with the same id (another machine) goes beside.
+    with pytest.raises(ValueError):
+        collect_receipts([{"id": "../escape"}], collected)
+    body = results[1]["receipt_bodies"][0]  # not the one changed above
+    assert collect_receipts([body], collected) == [collected / f"{body['id']}.json"]
+    twin = dict(body, body_digest="sha256:" + "ab" * 32)
+    (beside,) = collect_receipts([twin], collected)
+    assert beside.name == f"{body['id']}-{'ab' * 8}.json"
+
+
+def test_task_keys_follow_the_parameters() -> None:
+    inputs = {"archive_file": "archive-000.json"}
+    same = step_key("tally", "/s/tally", dict(inputs), "/data", "/r1")
+    assert same == step_key("tally", "/s/tally", dict(inputs), "/data", "/r1")
+    assert same != step_key("tally", "/s/tally", dict(inputs), "/data", "/r2")
+    assert same != step_key("tally", "/s/tally", {"archive_file": "archive-001.json"}, "/data", "/r1")
+    assert same != step_key("tally", "/s/tally", dict(inputs), "/other", "/r1")

@@ -6,8 +6,9 @@
 //!
 //! | method | params | result |
 //! |---|---|---|
-//! | `run` | `skill`, `runner`?, `inputs`?, `env`?, `cwd`?, `receipt_dir`?, `progress`? | the object `runx skill --json` prints |
+//! | `run` | `skill`, `runner`?, `inputs`?, `env`?, `cwd`?, `receipt_dir`?, `progress`?, `receipt_body`? | the object `runx skill --json` prints (with `receipt_body`, also the receipt document) |
 //! | `inspect` | `skill` | the object `runx skill inspect --json` prints |
+//! | `info` | none | `{"pool_size", "queue", "version"}` |
 //! | `cancel` | `id` | `{"cancelled": bool}` |
 //! | `shutdown` | `cancel`? | `null`, after every accepted request was answered |
 //!
@@ -40,6 +41,7 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+mod answer;
 mod config;
 mod line;
 mod params;
@@ -47,6 +49,6 @@ mod protocol;
 mod server;
 
 pub use config::{DEFAULT_MAX_REQUEST_BYTES, DEFAULT_QUEUE, MAX_POOL_SIZE, ServeConfig};
-pub use params::{CancelParams, Env, Inputs, InspectParams, RunParams, ShutdownParams};
+pub use params::{CancelParams, Env, InfoParams, Inputs, InspectParams, RunParams, ShutdownParams};
 pub use protocol::{ErrorCode, Method, Request, RpcError};
 pub use server::{Ending, Server};

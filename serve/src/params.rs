@@ -36,6 +36,10 @@ pub struct RunParams {
     /// Whether to send `progress` notifications after each page of a paged run.
     #[serde(default)]
     pub progress: bool,
+    /// Whether the result carries the receipt document itself as `receipt_body` (the object
+    /// written to the receipt file), so that it can travel with the result.
+    #[serde(default)]
+    pub receipt_body: bool,
 }
 
 /// `inspect` parameters.
@@ -45,6 +49,11 @@ pub struct InspectParams {
     /// The package directory; relative to the server's working directory.
     pub skill: PathBuf,
 }
+
+/// `info` parameters: none.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct InfoParams {}
 
 /// `cancel` parameters.
 #[derive(Debug, Deserialize)]

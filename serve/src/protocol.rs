@@ -14,7 +14,9 @@
 //! the request. So a queued request costs the bytes of its line, and only the requests running
 //! (at most the pool size) hold parsed inputs, of a bounded number of values.
 
-use crate::params::{CancelParams, InspectParams, RunParams, ShutdownParams, without_position};
+use crate::params::{
+    CancelParams, InfoParams, InspectParams, RunParams, ShutdownParams, without_position,
+};
 use runx_profile::REQUEST_VALUES;
 use serde::Deserialize;
 use serde::de::{Deserializer, IgnoredAny, MapAccess, Visitor};
@@ -167,6 +169,8 @@ pub enum Method {
     Run(RunParams),
     /// Describe a package.
     Inspect(InspectParams),
+    /// Describe the server: its pool size, queue limit and version.
+    Info(InfoParams),
     /// Cancel a request in flight.
     Cancel(CancelParams),
     /// Stop reading; answer once every accepted step has answered.
@@ -347,12 +351,13 @@ fn method_with(name: &str, params: &str) -> Result<Method, RpcError> {
             Ok(Method::Run(p))
         }
         "inspect" => Ok(Method::Inspect(typed(name, params)?)),
+        "info" => Ok(Method::Info(typed(name, params)?)),
         "cancel" => Ok(Method::Cancel(typed(name, params)?)),
         "shutdown" => Ok(Method::Shutdown(typed(name, params)?)),
         other => Err(RpcError::new(
             ErrorCode::MethodNotFound,
             format!(
-                "method not found: `{other}`; the methods are run, inspect, cancel and shutdown"
+                "method not found: `{other}`; the methods are run, inspect, info, cancel and shutdown"
             ),
         )),
     }

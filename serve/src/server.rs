@@ -1,6 +1,7 @@
 //! The step server: a reader that admits requests, a fixed set of step threads that run them,
 //! and one writer that every answer and notification goes through, a whole line at a time.
 
+use crate::answer::{info_json, receipt_body};
 use crate::config::ServeConfig;
 use crate::line::{Line, read_line};
 use crate::params::{Env, Inputs, InspectParams, RunParams};
@@ -73,6 +74,8 @@ struct QueuedRun {
     request: RunRequest,
     inputs: Inputs,
     env: Env,
+    /// Whether the answer carries the receipt document.
+    receipt_body: bool,
 }
 
 impl Server {
@@ -195,6 +198,12 @@ impl Server {
                 }
                 return Next::Shutdown(id);
             }
+            Method::Info(_) => {
+                if let Some(id) = id {
+                    let info = info_json(&self.shared.config);
+                    self.shared.write(&result_line(&id, &info.to_string()));
+                }
+            }
             Method::Cancel(p) => {
                 let found = self.shared.cancel(&p.id);
                 if let Some(id) = id {
@@ -303,6 +312,7 @@ impl Shared {
             request: req,
             inputs: p.inputs,
             env: p.env,
+            receipt_body: p.receipt_body,
         })))
     }
 
@@ -327,7 +337,10 @@ impl Shared {
                     ErrorCode::InvalidRequest,
                     format!("invalid request: id {key} is already in use by a request in flight"),
                 ))
-            } else if jobs.running + jobs.queue.len() >= capacity {
+            } else if jobs.in_flight.len() >= capacity {
+                // Counted as a client counts: a request leaves `in_flight` before its answer
+                // is written (it stays `running` until after), so a client that sends one
+                // request per answer read is never refused.
                 Some(
                     RpcError::new(
                         ErrorCode::Busy,
@@ -466,6 +479,7 @@ impl Shared {
     fn answer(&self, id: &RequestId, work: Work) -> Vec<u8> {
         let answered = catch_unwind(AssertUnwindSafe(|| match work {
             Work::Run(run) => {
+                let with_body = run.receipt_body;
                 let req = run.parsed()?;
                 let outcome = self.runtime.run(&req);
                 tracing::info!(
@@ -475,7 +489,11 @@ impl Shared {
                     status = %outcome.status(),
                     "step answered"
                 );
-                Ok(run_json(&outcome).to_string())
+                let mut result = run_json(&outcome);
+                if with_body {
+                    result["receipt_body"] = receipt_body(&outcome);
+                }
+                Ok(result.to_string())
             }
             Work::Inspect(dir) => match runx_profile::load(&dir) {
                 Ok(p) => Ok(describe_json(&p).to_string()),
@@ -518,6 +536,7 @@ impl QueuedRun {
             mut request,
             inputs,
             env,
+            ..
         } = self;
         if !request.cancel.is_cancelled() {
             // Both were checked when the request was read, so neither fails here.

@@ -13,10 +13,11 @@ const INTERRUPT_WAIT: Duration = Duration::from_secs(5);
     about = "Serve steps to a graph runner: JSON-RPC 2.0 over stdin/stdout, one object per line",
     long_about = "Serve steps to a graph runner: JSON-RPC 2.0 over stdin/stdout, one JSON object per line.
 
-Methods: run {skill, runner?, inputs?, env?, cwd?, receipt_dir?, progress?} -> the object \
-`runx skill --json` prints; inspect {skill} -> the object `runx skill inspect --json` prints; \
-cancel {id} -> {cancelled}; shutdown {cancel?} -> null. Paged runs that ask for it send \
-`progress` notifications {id, page_index, bytes, total_bytes}.
+Methods: run {skill, runner?, inputs?, env?, cwd?, receipt_dir?, progress?, receipt_body?} -> \
+the object `runx skill --json` prints (with receipt_body: true, also the receipt document as \
+`receipt_body`); inspect {skill} -> the object `runx skill inspect --json` prints; info -> \
+{pool_size, queue, version}; cancel {id} -> {cancelled}; shutdown {cancel?} -> null. Paged \
+runs that ask for it send `progress` notifications {id, page_index, bytes, total_bytes}.
 
 `env` is the only environment a step sees; the server's own is never passed. Relative paths \
 are relative to the server's working directory. Up to --pool-size steps run at once and \

@@ -1027,3 +1027,141 @@ fn a_module_changed_between_two_steps_is_read_again() {
     let v = s.next();
     assert_eq!(v["result"]["error"]["code"], "module_rejected", "{v}");
 }
+
+/// `info` tells a client how many requests it may hold in flight without being refused `busy`,
+/// answered at once even while every step slot is taken.
+#[test]
+fn info_answers_the_pool_size_queue_and_version_at_once() {
+    let ws = tempfile::tempdir().unwrap();
+    package(ws.path());
+    let mut s = Session::start(ws.path(), &["--pool-size", "1", "--queue", "3"]);
+    s.request(
+        json!(1),
+        "run",
+        json!({"skill": "steps", "runner": "sleep", "inputs": {"seconds": 2}}),
+    );
+    s.request(json!(2), "info", json!({}));
+    let started = Instant::now();
+    let v = s.next();
+    assert!(
+        started.elapsed() < Duration::from_secs(1),
+        "info waited for the step"
+    );
+    assert_eq!(
+        v,
+        json!({"jsonrpc": "2.0", "id": 2, "result": {
+            "pool_size": 1, "queue": 3, "version": env!("CARGO_PKG_VERSION"),
+        }})
+    );
+    // No params is the same as empty params; unknown ones are refused; a notification gets no
+    // answer.
+    s.send(json!({"jsonrpc": "2.0", "id": 3, "method": "info"}));
+    assert_eq!(s.next()["result"]["queue"], 3);
+    s.request(json!(4), "info", json!({"verbose": true}));
+    assert_eq!(s.next()["error"]["code"], -32602);
+    s.send(json!({"jsonrpc": "2.0", "method": "info"}));
+    s.request(json!(5), "fly", json!({}));
+    let v = s.next();
+    assert_eq!(v["id"], 5, "the info notification was answered: {v}");
+    assert!(
+        v["error"]["message"].as_str().unwrap().contains("info"),
+        "{v}"
+    );
+    assert_eq!(s.answer(&json!(1))["result"]["status"], "sealed");
+}
+
+/// `receipt_body: true` makes the receipt travel with the result: the document of the receipt
+/// file, which verifies offline once written anywhere else.
+#[test]
+fn receipt_body_is_the_document_of_the_receipt_file_and_verifies_elsewhere() {
+    let ws = tempfile::tempdir().unwrap();
+    package(ws.path());
+    let key = [
+        ("RUNX_RECEIPT_SIGN_KID", "serve-key"),
+        (
+            "RUNX_RECEIPT_SIGN_ED25519_SEED_BASE64",
+            "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=",
+        ),
+        ("RUNX_RECEIPT_SIGN_ISSUER_TYPE", "ci"),
+    ];
+    let mut s = Session::start_with_env(ws.path(), &["--pool-size", "1"], &key);
+    let collected = ws.path().join("collected");
+    std::fs::create_dir(&collected).unwrap();
+    for (id, runner) in [(1, "echo"), (2, "fail"), (3, "count")] {
+        let inputs = if runner == "count" {
+            json!({"file": "items.json"})
+        } else {
+            json!({})
+        };
+        s.request(
+            json!(id),
+            "run",
+            json!({"skill": "steps", "runner": runner, "inputs": inputs, "receipt_body": true}),
+        );
+        let result = s.answer(&json!(id))["result"].clone();
+        let path = result["receipt"].as_str().expect("a receipt").to_string();
+        let file: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        assert_eq!(result["receipt_body"], file, "runner {runner}");
+        assert_eq!(file["runner"], runner);
+        std::fs::write(
+            collected.join(format!("{runner}.json")),
+            result["receipt_body"].to_string(),
+        )
+        .unwrap();
+    }
+    // Without the flag the result is what `runx skill --json` prints: no receipt_body.
+    s.request(json!(4), "run", json!({"skill": "steps"}));
+    let plain = s.answer(&json!(4));
+    assert!(plain["result"].get("receipt_body").is_none(), "{plain}");
+    // A package that does not load writes no receipt, so there is no document to carry.
+    s.request(
+        json!(5),
+        "run",
+        json!({"skill": "no-such-package", "receipt_body": true}),
+    );
+    let refused = s.answer(&json!(5));
+    assert_eq!(refused["result"]["receipt_body"], Value::Null, "{refused}");
+    s.request(
+        json!(6),
+        "run",
+        json!({"skill": "steps", "receipt_body": "yes"}),
+    );
+    assert_eq!(s.answer(&json!(6))["error"]["code"], -32602);
+    let (code, _) = s.close();
+    assert_eq!(code, 0);
+
+    let out = run_in(ws.path(), &["receipt", "verify", "collected"], &key);
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{said}");
+    assert!(said.contains("3 verified, 0 failed"), "{said}");
+    // A changed body does not verify.
+    let echo = collected.join("echo.json");
+    let mut body: Value = serde_json::from_str(&std::fs::read_to_string(&echo).unwrap()).unwrap();
+    body["runner"] = json!("spin");
+    std::fs::write(&echo, body.to_string()).unwrap();
+    let out = run_in(ws.path(), &["receipt", "verify", "collected"], &key);
+    assert_eq!(out.status.code(), Some(1));
+}
+
+/// A client that sends a request as soon as it reads the previous answer never finds the
+/// server full, even with no queue: a request stops counting against the pool and queue
+/// before its answer is written. (Counted as running until after the write, one such request
+/// in six was refused `busy`.)
+#[test]
+fn a_request_sent_when_an_answer_is_read_is_never_busy() {
+    let ws = tempfile::tempdir().unwrap();
+    package(ws.path());
+    let mut s = Session::start(ws.path(), &["--pool-size", "1", "--queue", "0"]);
+    for i in 0..400 {
+        s.request(
+            json!(i),
+            "run",
+            json!({"skill": "steps", "inputs": {"i": i}}),
+        );
+        let v = s.next();
+        assert_eq!(v["id"], i, "{v}");
+        assert_eq!(v["result"]["status"], "sealed", "request {i}: {v}");
+    }
+    let (code, _) = s.close();
+    assert_eq!(code, 0);
+}

@@ -10,7 +10,10 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[3]
-sys.path.insert(0, str(ROOT / "clients" / "python"))
+try:
+    import runx_client  # noqa: F401 - installed (pip install ./clients/python), as CI tests it
+except ImportError:  # the source tree, for a quick run without installing
+    sys.path.insert(0, str(ROOT / "clients" / "python"))
 
 
 @pytest.fixture(scope="session")
@@ -79,3 +82,77 @@ def workspace(tmp_path: Path) -> Path:
     (pkg / "steps.mjs").write_text(STEPS_MJS)
     (tmp_path / "items.json").write_text(json.dumps([{"i": i} for i in range(30)]))
     return tmp_path
+
+
+#: A throwaway receipt signing key (the seed is public: tests only).
+SIGN_KEY = {
+    "RUNX_RECEIPT_SIGN_KID": "client-tests",
+    "RUNX_RECEIPT_SIGN_ED25519_SEED_BASE64": "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=",
+    "RUNX_RECEIPT_SIGN_ISSUER_TYPE": "ci",
+}
+
+FAKE_SERVE = '''#!{python}
+"""A stand-in for `runx serve` that misbehaves on purpose, as FAKE_MODE says."""
+import json, os, sys, time
+
+mode = os.environ.get("FAKE_MODE", "")
+refused = set()
+
+
+def send(message):
+    sys.stdout.write(json.dumps(message) + "\\n")
+    sys.stdout.flush()
+
+
+def answer(rid, result):
+    send({{"jsonrpc": "2.0", "id": rid, "result": result}})
+
+
+for line in sys.stdin:
+    request = json.loads(line)
+    rid, method, params = request.get("id"), request.get("method"), request.get("params") or {{}}
+    if method == "info":
+        if mode == "no-info":
+            send({{"jsonrpc": "2.0", "id": rid, "error": {{"code": -32601, "message": "method not found"}}}})
+        else:
+            # Claims room for far more than it takes, so the client must cope with busy.
+            answer(rid, {{"pool_size": 1, "queue": 1000, "version": "fake"}})
+        if mode == "close-stdout":
+            sys.stdout.flush()
+            os.close(1)
+            time.sleep(60)
+        continue
+    if method == "shutdown":
+        answer(rid, None)
+        break
+    if method == "cancel":
+        answer(rid, {{"cancelled": False}})
+        continue
+    if mode == "busy-once" and rid not in refused:
+        refused.add(rid)
+        data = {{"running": 1, "queued": 0, "pool_size": 1, "queue_limit": 0}}
+        send({{"jsonrpc": "2.0", "id": rid, "error": {{"code": -32001, "message": "busy", "data": data}}}})
+        continue
+    if mode == "garbage":
+        sys.stdout.write("not json\\n[1, 2]\\n\\n")
+        send({{"jsonrpc": "2.0", "id": 987654, "result": {{"status": "sealed"}}}})
+        send({{"jsonrpc": "2.0", "method": "progress", "params": {{"id": 987654, "page_index": 0}}}})
+        send({{"jsonrpc": "2.0", "method": "progress", "params": {{"id": rid, "page_index": "x"}}}})
+        if params.get("inputs", {{}}).get("n") == 3:  # an answer the client cannot read
+            answer(rid, {{"status": "sealed", "console": "not an object"}})
+            continue
+    answer(rid, {{"status": "sealed", "skill": "fake", "runner": "r", "output": params.get("inputs"),
+                 "receipt": None, "error": None, "console": None, "stderr": None}})
+    if mode == "exit-after-one":
+        sys.stderr.write("fake: the disk is on fire\\n")
+        sys.exit(3)
+'''
+
+
+@pytest.fixture()
+def fake_serve(tmp_path: Path) -> str:
+    """An executable that speaks just enough of `runx serve`, badly (FAKE_MODE)."""
+    path = tmp_path / "fake-runx"
+    path.write_text(FAKE_SERVE.format(python=sys.executable))
+    path.chmod(0o755)
+    return str(path)

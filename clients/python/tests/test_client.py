@@ -91,8 +91,8 @@ def test_cancel_and_timeout_interrupt_the_step(runx_bin: str, workspace: Path) -
         assert runx.run("steps", {"after": True}).ok
 
 
-def test_busy_is_its_own_error(runx_bin: str, workspace: Path) -> None:
-    with Client(runx_bin, cwd=workspace, pool_size=1, queue=0) as runx:
+def test_busy_is_its_own_error_without_backpressure(runx_bin: str, workspace: Path) -> None:
+    with Client(runx_bin, cwd=workspace, pool_size=1, queue=0, backpressure=False) as runx:
         slow = runx.submit("steps", {"seconds": 0.5}, runner="sleep")
         with pytest.raises(BusyError) as caught:
             runx.run("steps")

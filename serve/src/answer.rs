@@ -1,0 +1,27 @@
+//! What the server answers beside the runtime's own objects: its `info`, and the receipt
+//! document a `run` that asked for `receipt_body` carries.
+
+use crate::config::ServeConfig;
+use runx_runtime::RunOutcome;
+use serde_json::{Value, json};
+
+/// `info`: `{"pool_size", "queue", "version"}`. A client that holds at most `pool_size +
+/// queue` requests unanswered is never refused `busy`: a request stops counting before its
+/// answer is written.
+pub fn info_json(config: &ServeConfig) -> Value {
+    json!({
+        "pool_size": config.pool_size,
+        "queue": config.queue,
+        "version": env!("CARGO_PKG_VERSION"),
+    })
+}
+
+/// The receipt document of a run, as written to its file (the same members and values); `null`
+/// when no receipt was written (a package that did not load, a receipt directory that could
+/// not be written), since a document that is in no file would vouch for nothing.
+pub fn receipt_body(outcome: &RunOutcome) -> Value {
+    match &outcome.receipt_path {
+        Some(_) => serde_json::to_value(&outcome.receipt).unwrap_or(Value::Null),
+        None => Value::Null,
+    }
+}
