@@ -247,14 +247,13 @@ impl Runner {
         names
     }
 
-    /// The input names a runner reads without declaring them: a cli-tool's argument and `cwd`
-    /// templates, a paged runner's `path_from` and `path_scope_from`.
+    /// The input names a runner reads without declaring them: a cli-tool's argument templates
+    /// (a `cwd:` takes no input templates), a paged runner's `path_from` and `path_scope_from`.
     fn named_inputs(&self) -> Box<dyn Iterator<Item = &str> + '_> {
         match &self.kind {
             RunnerKind::CliTool(tool) => Box::new(
                 tool.args
                     .iter()
-                    .chain(&tool.cwd)
                     .flat_map(|t| crate::template::pieces(t).unwrap_or_default())
                     .filter_map(|piece| match piece {
                         crate::template::Piece::Input(name) => Some(name),

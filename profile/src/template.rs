@@ -6,6 +6,9 @@
 //! `RUNX_CWD`, the workspace). Input names may contain dots (`thread.title`), so anything that is
 //! not `input`, `input.X` or `env.X` is an input name.
 
+use crate::decl::InputDecl;
+use std::collections::BTreeMap;
+
 /// One part of an argument template.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Piece<'a> {
@@ -55,6 +58,63 @@ pub fn pieces(arg: &str) -> Result<Vec<Piece<'_>>, String> {
     }
     Ok(out)
 }
+
+/// What loading notes of a cli-tool's templates, as `(key, message, fails every run)`:
+/// a template that cannot be read or names an environment name the runner does not declare
+/// (every run fails); one that names an input `inputs:` does not declare (a run must give it);
+/// a `cwd:` template other than exactly `{{env.RUNX_CWD}}` (every run fails).
+pub(crate) fn problems(
+    args: &[String],
+    cwd: Option<&str>,
+    inputs: &BTreeMap<String, InputDecl>,
+    declares_env: impl Fn(&str) -> bool,
+) -> Vec<(String, String, bool)> {
+    let mut out = Vec::new();
+    for (i, arg) in args.iter().enumerate() {
+        let key = format!("args[{i}]");
+        let found = match pieces(arg) {
+            Ok(p) => p,
+            Err(e) => {
+                out.push((key, format!("{e}; every run will fail"), true));
+                continue;
+            }
+        };
+        for piece in found {
+            match piece {
+                Piece::Input(name) if !inputs.contains_key(name) => out.push((
+                    key.clone(),
+                    format!(
+                        "`{arg}` names input `{name}`, which `inputs:` does not declare; a run must give it (declare it to give it a type or a default)"
+                    ),
+                    false,
+                )),
+                Piece::Env(name) if name != "RUNX_CWD" && !declares_env(name) => {
+                    out.push((
+                        key.clone(),
+                        format!(
+                            "`{arg}` names environment variable `{name}`, which the runner does not declare; every run will fail"
+                        ),
+                        true,
+                    ))
+                }
+                _ => {}
+            }
+        }
+    }
+    if let Some(cwd) = cwd.filter(|c| c.contains("{{") && *c != WORKSPACE_CWD) {
+        out.push((
+            "cwd".to_string(),
+            format!(
+                "`{cwd}` is a template; `cwd:` is a path of the package or exactly `{WORKSPACE_CWD}` (the workspace), so every run will fail"
+            ),
+            true,
+        ));
+    }
+    out
+}
+
+/// The one template a `cwd:` may be: the workspace.
+const WORKSPACE_CWD: &str = "{{env.RUNX_CWD}}";
 
 #[cfg(test)]
 mod tests {

@@ -17,7 +17,7 @@ use crate::model::{
     RESERVED_PAGE_INPUT, RetryDecl, RetryOn, Runner, RunnerKind, SUPPORTED_TYPES,
 };
 use crate::runner_map::{OneOrMany, RawArtifacts, RawEnv, RawPages, RawRetry, RawRunner};
-use crate::template::{self, Piece};
+use crate::template;
 
 /// Merges the nested `run:`/`source:` block into the runner, refusing a key given in both
 /// places.
@@ -245,7 +245,16 @@ fn build_cli_tool(
         notes.add("retry", format!("inert: {reason}"));
     }
     let args = raw.args.unwrap_or_default();
-    check_templates(&args, inputs, environment, notes);
+    let found = template::problems(&args, raw.cwd.as_deref(), inputs, |name| {
+        environment.declares(name)
+    });
+    for (key, message, fails_every_run) in found {
+        if fails_every_run {
+            notes.fatal(key, message);
+        } else {
+            notes.add(key, message);
+        }
+    }
     let tool = CliToolRunner {
         command,
         args,
@@ -255,45 +264,6 @@ fn build_cli_tool(
         retry,
     };
     Ok((RunnerKind::CliTool(tool), timeout))
-}
-
-/// Notes templates that name inputs or environment names the runner does not declare, and
-/// templates that cannot be read. They load (an undeclared input may still be given at run
-/// time), but a run fails when such an input is not given.
-fn check_templates(
-    args: &[String],
-    inputs: &BTreeMap<String, InputDecl>,
-    environment: &EnvDecl,
-    notes: &mut Notes<'_>,
-) {
-    for (i, arg) in args.iter().enumerate() {
-        let key = format!("args[{i}]");
-        let pieces = match template::pieces(arg) {
-            Ok(p) => p,
-            Err(e) => {
-                notes.fatal(&key, format!("{e}; every run will fail"));
-                continue;
-            }
-        };
-        for piece in pieces {
-            match piece {
-                Piece::Input(name) if !inputs.contains_key(name) => notes.add(
-                    &key,
-                    format!(
-                        "`{arg}` names input `{name}`, which `inputs:` does not declare; a run must give it (declare it to give it a type or a default)"
-                    ),
-                ),
-                Piece::Env(name) if name != "RUNX_CWD" && !environment.declares(name) => notes
-                    .fatal(
-                        &key,
-                        format!(
-                            "`{arg}` names environment variable `{name}`, which the runner does not declare; every run will fail"
-                        ),
-                    ),
-                _ => {}
-            }
-        }
-    }
 }
 
 /// Checks an `artifacts:` block: names are non-empty, `packets` keys are `named_emits` keys,

@@ -7,8 +7,10 @@
 //!   name the runner does not declare fails every run (an error); an inert `retry` is a warning;
 //! - a javascript runner's module closure: every import resolves to a file inside the package
 //!   and compiles (the same collection a run makes);
-//! - its export: the module is evaluated in a real worker of the engine it runs on, and the
-//!   export must exist and be a function; it is not called ([`Call::probe`]);
+//! - its export: the module is evaluated in a real worker of the engine it runs on, calling
+//!   nothing ([`Call::probe`]), once per module closure; the worker answers each export with
+//!   its `typeof`, and the runner's export must be there and be a function. A package's probes
+//!   take at most [`PROBE_BUDGET`] together; runners past it are warned about, not checked;
 //! - a cli-tool's command: a path (`./bin/tool.sh`) must be an executable file in the package
 //!   (an error); a bare name not found in this machine's `PATH` is a warning, since the
 //!   machine that runs the package may have it.
@@ -21,10 +23,13 @@ use runx_profile::{
     DEFAULT_RUN_NAME, JsRunner, PROFILE_FILE, Profile, ProfileError, Runner, RunnerKind, key_path,
     locate,
 };
-use runx_worker::{Call, collect_bundle};
+use runx_worker::{Call, Failure, collect_bundle};
 use serde::Serialize;
+use serde_json::{Map, Value};
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 /// How bad a problem is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -164,11 +169,18 @@ pub(crate) fn check(workers: &Workers, dir: &Path) -> Checked {
             d.message.clone(),
         ));
     }
+    let mut probes = Probes::default();
     for (name, runner) in &profile.runners {
         match &runner.kind {
-            RunnerKind::Javascript(js) => {
-                check_javascript(workers, &profile, runner, js, &at, &mut checked.problems)
-            }
+            RunnerKind::Javascript(js) => check_javascript(
+                workers,
+                &profile,
+                runner,
+                js,
+                &at,
+                &mut probes,
+                &mut checked.problems,
+            ),
             RunnerKind::CliTool(tool) => {
                 // A cwd without templates is a directory of the package, there before any run.
                 if let Some(cwd) = tool.cwd.as_deref().filter(|c| !c.contains("{{"))
@@ -212,6 +224,21 @@ pub(crate) fn check(workers: &Workers, dir: &Path) -> Checked {
     checked
 }
 
+/// Most time the probes of one package may take together: a package of many runners whose
+/// modules each spin until their wall must not hold the check for hours.
+pub(crate) const PROBE_BUDGET: Duration = Duration::from_secs(60);
+
+/// What probing a module closure answered: each export and its `typeof`, or why it could not
+/// be loaded. One probe serves every runner of the same closure, engine and wall.
+#[derive(Default)]
+pub(crate) struct Probes {
+    answers: HashMap<ProbeKey, Result<Map<String, Value>, RunError>>,
+    spent: Duration,
+}
+
+/// A module closure's digest, the engine and the wall in milliseconds: what one probe serves.
+type ProbeKey = (String, String, u128);
+
 /// The module closure, the engine and the export of a javascript runner.
 fn check_javascript(
     workers: &Workers,
@@ -219,6 +246,7 @@ fn check_javascript(
     runner: &Runner,
     js: &JsRunner,
     at: &Locator,
+    probes: &mut Probes,
     problems: &mut Vec<Problem>,
 ) {
     let name = runner.name.as_str();
@@ -245,32 +273,83 @@ fn check_javascript(
             return;
         }
     };
-    let pool = match workers.pool(&engine) {
-        Ok(pool) => pool,
+    let key = (bundle.digest(), engine.clone(), limits.wall().as_millis());
+    if !probes.answers.contains_key(&key) {
+        if probes.spent >= PROBE_BUDGET {
+            problems.push(at.problem(
+                name,
+                &["export", "module"],
+                Severity::Warning,
+                "not_checked",
+                format!(
+                    "its export was not checked: the package's probes took their {} s",
+                    PROBE_BUDGET.as_secs()
+                ),
+            ));
+            return;
+        }
+        let started = Instant::now();
+        let answer = probe(workers, &engine, bundle.clone(), limits);
+        probes.spent += started.elapsed();
+        probes.answers.insert(key.clone(), answer);
+    }
+    let exports = match &probes.answers[&key] {
+        Ok(exports) => exports,
         Err(e) => {
-            problems.push(at.problem(name, &["module"], Severity::Error, &e.code, e.message));
+            // Only the module's top-level code ran: a limit hit or a throw happened there.
+            let message = if e.kind == crate::failure::FailureKind::ModuleRejected {
+                e.message.clone()
+            } else {
+                format!("the module's top-level code failed: {}", e.message)
+            };
+            problems.push(at.problem(
+                name,
+                &["export", "module"],
+                Severity::Error,
+                &e.code,
+                message,
+            ));
             return;
         }
     };
-    let mut call = Call::new(Arc::new(bundle), js.export.as_deref(), b"{}".to_vec());
+    let export = js.export.as_deref().unwrap_or("default");
+    let failure = match exports.get(export).and_then(Value::as_str) {
+        None => {
+            let names: Vec<String> = exports.keys().cloned().collect();
+            Failure::missing_export(&bundle.entry, js.export.as_deref(), &names)
+        }
+        Some("function") => return,
+        Some(kind) => Failure::not_a_function(&bundle.entry, export, kind),
+    };
+    let e = RunError::from(failure);
+    problems.push(at.problem(
+        name,
+        &["export", "module"],
+        Severity::Error,
+        &e.code,
+        e.message,
+    ));
+}
+
+/// Loads `bundle` in a worker of `engine` under `limits`, calling nothing: each export and its
+/// `typeof`, or the failure the module's loading met.
+fn probe(
+    workers: &Workers,
+    engine: &str,
+    bundle: runx_worker::ModuleBundle,
+    limits: runx_worker::Limits,
+) -> Result<Map<String, Value>, RunError> {
+    let pool = workers.pool(engine)?;
+    let mut call = Call::new(Arc::new(bundle), None, b"{}".to_vec());
     call.limits = limits;
     call.probe = true;
-    if let Err(e) = pool.call(&call) {
-        let e = RunError::from(e.failure);
-        // Only the module's top-level code ran: a limit hit or a throw happened there.
-        let message = if e.kind == crate::failure::FailureKind::ModuleRejected {
-            e.message
-        } else {
-            format!("the module's top-level code failed: {}", e.message)
-        };
-        problems.push(at.problem(
-            name,
-            &["export", "module"],
-            Severity::Error,
-            &e.code,
-            message,
-        ));
-    }
+    let reply = pool.call(&call).map_err(|e| RunError::from(e.failure))?;
+    serde_json::from_slice(&reply.output).map_err(|e| {
+        RunError::internal(
+            "probe",
+            format!("the worker's answer to a probe is not an object: {e}"),
+        )
+    })
 }
 
 /// The one problem of a profile that does not load.

@@ -77,12 +77,16 @@ pub fn print_checked(c: &Checked) {
         (e, 0) => count(e, "error"),
         (e, w) => format!("{}, {}", count(e, "error"), count(w, "warning")),
     };
-    let checked: Vec<String> = c
+    let mut checked: Vec<String> = c
         .runners
         .iter()
         .filter(|r| r.runs_here)
         .map(|r| format!("{} ({})", r.name, r.r#type))
         .collect();
+    // A package of many runners is counted, not listed (`--json` lists them).
+    if checked.len() > MAX_LISTED {
+        checked = vec![format!("{} runners", checked.len())];
+    }
     let shown: Vec<String> = c
         .runners
         .iter()
@@ -98,6 +102,9 @@ pub fn print_checked(c: &Checked) {
     }
     outln!("{line}");
 }
+
+/// Most runners named in a package's summary line.
+const MAX_LISTED: usize = 12;
 
 /// `1 error`, `2 warnings`.
 fn count(n: usize, what: &str) -> String {

@@ -244,3 +244,33 @@ fn check_stops_hostile_modules_at_the_limits_of_a_run() {
         "{v}"
     );
 }
+
+/// Found by an attack: a package of many runners whose one module spins at its top level held
+/// the check for runners x wall. One probe now serves every runner of the same module closure,
+/// engine and wall, and the summary counts the runners instead of naming 50 of them.
+#[test]
+fn one_probe_serves_every_runner_of_a_module() {
+    let ws = tempfile::tempdir().unwrap();
+    let pkg = ws.path().join("many");
+    std::fs::create_dir_all(&pkg).unwrap();
+    let mut yaml = String::from("skill: many\nrunners:\n");
+    for n in 0..50 {
+        yaml.push_str(&format!(
+            "  r{n}:\n    type: javascript\n    module: m.mjs\n    timeout_seconds: 1\n"
+        ));
+    }
+    std::fs::write(pkg.join("X.yaml"), yaml).unwrap();
+    std::fs::write(pkg.join("m.mjs"), "for (;;) {}\nexport default () => 1;\n").unwrap();
+    let out = super::run_in(ws.path(), &["skill", "check", "many"], &[]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(64), "{text}");
+    assert_eq!(
+        text.matches("ran past its wall of 1000 ms").count(),
+        50,
+        "{text}"
+    );
+    assert!(
+        text.ends_with("many: 50 errors; checked 50 runners\n"),
+        "{text}"
+    );
+}

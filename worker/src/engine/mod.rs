@@ -72,8 +72,9 @@ pub struct EngineCall<'a> {
     /// to. Only then may an engine hand the call what an earlier call built (V8 keeps its
     /// isolate); any other call starts from nothing a call before it touched.
     pub continues: bool,
-    /// Evaluate the module and check the export is a function, but do not call it: the output
-    /// is `true`. `runx skill check` learns so that a package's export exists before any run.
+    /// Evaluate the module but call nothing: the output is an object of each export's name and
+    /// what `typeof` says of it. `runx skill check` learns so, with one call per module
+    /// closure, that a package's exports exist before any run.
     pub probe: bool,
 }
 

@@ -119,8 +119,9 @@ pub enum Message {
         /// Layout of the page parts following the input, for paged calls.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         page: Option<PageLayout>,
-        /// Load the module and check the export is a function, without calling it: the result
-        /// is `true`, or the failure a call would have met first (`runx skill check`).
+        /// Load the module without calling anything: the result is an object of each export's
+        /// name and what `typeof` says of it, or the failure the module's loading met
+        /// (`runx skill check`).
         #[serde(default, skip_serializing_if = "std::ops::Not::not")]
         probe: bool,
     },

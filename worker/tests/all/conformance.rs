@@ -1365,43 +1365,38 @@ fn engine_pool(e: &dyn Engine) -> Pool {
     Pool::new(PoolConfig::new(super::pool::worker_command().engine(e.name())).size(1)).unwrap()
 }
 
-/// A probe (`runx skill check`) loads the module and checks the export through a real worker
-/// without calling it: an export that would throw passes; a missing export, an export that is
-/// not a function, a failing import and top-level code that throws fail as a call would.
-pub fn a_probe_checks_the_export_without_calling_it(e: &mut dyn Engine) {
+/// A probe (`runx skill check`) loads the module through a real worker, calling nothing, and
+/// answers each export with its `typeof`: an export that would throw if called is only
+/// described; a failing import or top-level code that throws fails as a call would.
+pub fn a_probe_describes_the_exports_without_calling_them(e: &mut dyn Engine) {
     let pool = engine_pool(e);
-    let probe = |source: &str, export: Option<&str>| {
-        let mut c = Call::new(single(source), export, b"{}".to_vec());
+    let probe = |source: &str| {
+        let mut c = Call::new(single(source), None, b"{}".to_vec());
         c.probe = true;
         pool.call(&c)
     };
-    let calls = "export function greet() { throw new Error('called'); }\nexport const n = 3;";
-    let reply = probe(calls, Some("greet")).unwrap();
+    let reply = probe(
+        "export function greet() { throw new Error('called'); }\nexport const n = 3;\nexport default class {}\nexport const o = null;",
+    )
+    .unwrap();
     assert_eq!(
         serde_json::from_slice::<Value>(&reply.output).unwrap(),
-        json!(true)
+        json!({"default": "function", "greet": "function", "n": "number", "o": "object"})
     );
-    let f = probe(calls, Some("greeet")).unwrap_err().failure;
-    assert_eq!(f.code, FailureCode::ModuleRejected, "{}", f.message);
-    assert!(
-        f.message.contains("(its exports: greet, n)"),
-        "{}",
-        f.message
-    );
-    let f = probe(calls, Some("n")).unwrap_err().failure;
-    assert_eq!(f.code, FailureCode::ModuleRejected, "{}", f.message);
-    assert!(f.message.contains("not a function"), "{}", f.message);
-    let f = probe("throw new Error('top');\nexport default () => 1;", None)
+    let f = probe("throw new Error('top');\nexport default () => 1;")
         .unwrap_err()
         .failure;
     assert!(f.message.contains("top"), "{}", f.message);
+    let f = probe("import { x } from './gone.mjs';\nexport default () => x;")
+        .unwrap_err()
+        .failure;
+    assert_eq!(f.code, FailureCode::ModuleRejected, "{}", f.message);
     // The same worker then calls normally.
-    let mut c = Call::new(
+    let c = Call::new(
         single("export default () => ({ ok: 1 });"),
         None,
         b"{}".to_vec(),
     );
-    c.probe = false;
     let reply = pool.call(&c).unwrap();
     assert_eq!(
         serde_json::from_slice::<Value>(&reply.output).unwrap(),
@@ -1658,7 +1653,7 @@ macro_rules! engine_suite {
             case!(clock_capture_routes);
             case!(helpers_ignore_replaced_intrinsics);
             case!(failure_messages_are_bounded_across_the_worker);
-            case!(a_probe_checks_the_export_without_calling_it);
+            case!(a_probe_describes_the_exports_without_calling_them);
             case!(limits_out_of_range_are_invalid_requests);
             case!(deep_recursion_under_a_small_host_stack);
             case!(worker_process_is_confined);

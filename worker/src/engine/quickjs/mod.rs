@@ -297,6 +297,9 @@ impl Session {
         let evaluated = p.evaluated.clone().restore(ctx).map_err(restore_err)?;
         self.settled(ctx, &evaluated, "the module's top-level code")?;
         let namespace = p.namespace.clone().restore(ctx).map_err(restore_err)?;
+        if call.probe {
+            return self.exports_of(ctx, &namespace);
+        }
         let name = call.export.unwrap_or("default");
         let export: Value = namespace
             .get(name)
@@ -309,15 +312,28 @@ impl Session {
         let Some(function) = export.as_function() else {
             return Err(Failure::not_a_function(entry, name, typeof_name(&export)));
         };
-        if call.probe {
-            return Ok(Persistent::save(ctx, Value::new_bool(ctx.clone(), true)));
-        }
         let inputs = p.inputs.clone().restore(ctx).map_err(restore_err)?;
         let context = p.context.clone().restore(ctx).map_err(restore_err)?;
         let returned: Value = function
             .call((This(Value::new_undefined(ctx.clone())), inputs, context))
             .map_err(|_| self.failure(ctx, FailureCode::ExecutionFailed))?;
         Ok(Persistent::save(ctx, returned))
+    }
+
+    /// What a probe answers: each export's name and what `typeof` says of its value.
+    fn exports_of(
+        &self,
+        ctx: &Ctx<'_>,
+        namespace: &Object<'_>,
+    ) -> Result<Persistent<Value<'static>>, Failure> {
+        let fail = |_: rquickjs::Error| self.failure(ctx, FailureCode::ModuleRejected);
+        let map = Object::new(ctx.clone()).map_err(fail)?;
+        for key in namespace.keys::<String>() {
+            let key = key.map_err(fail)?;
+            let value: Value = namespace.get(key.as_str()).map_err(fail)?;
+            map.set(key.as_str(), typeof_name(&value)).map_err(fail)?;
+        }
+        Ok(Persistent::save(ctx, map.into_value()))
     }
 
     /// Unwraps a settled promise and encodes the value with the prelude's `encode` (the rules

@@ -239,6 +239,23 @@ impl Phases<'_> {
         self.settled(tc, p.evaluated, "the module's top-level code")?;
         let namespace = v8::Local::<v8::Object>::try_from(p.module.get_module_namespace())
             .map_err(|_| Failure::new(FailureCode::Internal, "the module has no namespace"))?;
+        if call.probe {
+            // Each export's name and what `typeof` says of its value.
+            let map = v8::Object::new(tc);
+            if let Some(keys) = namespace.get_own_property_names(tc, Default::default()) {
+                for i in 0..keys.length() {
+                    let Some(key) = keys.get_index(tc, i) else {
+                        continue;
+                    };
+                    let value = namespace
+                        .get(tc, key)
+                        .ok_or_else(|| self.fail(tc, FailureCode::ModuleRejected))?;
+                    let kind = value.type_of(tc);
+                    map.set(tc, key, kind.into());
+                }
+            }
+            return Ok(map.into());
+        }
         let entry = &self.state.bundle.entry;
         let name = call.export.unwrap_or("default");
         let export = v8::String::new(tc, name)
@@ -259,9 +276,6 @@ impl Phases<'_> {
             let kind = export.type_of(tc).to_rust_string_lossy(tc);
             return Err(Failure::not_a_function(entry, name, &kind));
         };
-        if call.probe {
-            return Ok(v8::Boolean::new(tc, true).into());
-        }
         let undefined = v8::undefined(tc).into();
         function
             .call(tc, undefined, &[p.inputs, p.context])

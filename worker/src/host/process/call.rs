@@ -119,7 +119,7 @@ pub struct Call {
     pub limits: Limits,
     /// Whether the call may run again on another worker after a crash mid-call.
     pub idempotent: bool,
-    /// Load the module and check the export, without calling it (the output is `true`).
+    /// Load the module, calling nothing (the output maps each export to its `typeof`).
     pub probe: bool,
 }
 
