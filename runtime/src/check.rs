@@ -13,7 +13,8 @@
 //!   take at most [`PROBE_BUDGET`] together; runners past it are warned about, not checked;
 //! - a cli-tool's command: a path (`./bin/tool.sh`) must be an executable file in the package
 //!   (an error); a bare name not found in this machine's `PATH` is a warning, since the
-//!   machine that runs the package may have it.
+//!   machine that runs the package may have it; a `cwd:` without templates must be a directory
+//!   of the package.
 //!
 //! Runners of types runx knows but this runtime does not run are listed, not checked.
 
@@ -102,7 +103,7 @@ pub struct Checked {
     pub skill: Option<String>,
     /// Its runners, by name.
     pub runners: Vec<CheckedRunner>,
-    /// Every problem found, in the order of the runners.
+    /// Every problem found, in the order of the file (line, then column).
     pub problems: Vec<Problem>,
 }
 
@@ -124,17 +125,18 @@ pub(crate) fn check(workers: &Workers, dir: &Path) -> Checked {
         runners: Vec::new(),
         problems: Vec::new(),
     };
-    let profile = match runx_profile::load(dir) {
-        Ok(p) => p,
+    // Read once, as `runx_profile::load` reads it: the text is parsed, and kept for positions.
+    let loaded = runx_profile::read_text(dir).and_then(|(canonical, text)| {
+        let file = canonical.join(PROFILE_FILE);
+        runx_profile::parse(&text, &canonical, &file).map(|p| (p, text))
+    });
+    let (profile, text) = match loaded {
+        Ok(loaded) => loaded,
         Err(e) => {
             checked.problems.push(profile_problem(dir, &e));
             return checked;
         }
     };
-    // The text is read again for positions only; it loaded a moment ago.
-    let text = runx_profile::read_text(dir)
-        .map(|(_, text)| text)
-        .unwrap_or_default();
     let at = Locator {
         file: profile.dir.join(PROFILE_FILE),
         text,

@@ -126,7 +126,7 @@ impl RunOutcome {
 /// Runs skills. Holds one worker pool, started on first use and reused by every run.
 pub struct Runtime {
     workers: Workers,
-    /// Profiles and module closures kept between runs, while their files are unchanged.
+    /// Profiles and module closures kept between runs, while their files hold the same bytes.
     packages: Packages,
     instance: String,
     /// Every run's token is linked under this one.
