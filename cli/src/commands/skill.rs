@@ -8,6 +8,7 @@ use crate::inputs::read_inputs;
 use crate::keys::{Keys, SignArgs, keys};
 use crate::output::print_json;
 use crate::{launch, progress, signals};
+use runx_receipts::RECEIPT_DIR_ENV;
 use runx_runtime::{RunError, RunOutcome, RunRequest};
 use serde_json::{Map, Value};
 use std::io::Write;
@@ -37,7 +38,8 @@ pub struct SkillArgs {
     /// Print one JSON object with status, output, receipt and error on stdout.
     #[arg(long)]
     pub json: bool,
-    /// Write the receipt under DIR instead of `.runx/receipts` of the working directory.
+    /// Write the receipt under DIR; without it, under `RUNX_RECEIPT_DIR` when that is set (as
+    /// runx reads it), else under `.runx/receipts` of the working directory.
     #[arg(long, value_name = "DIR")]
     pub receipt_dir: Option<PathBuf>,
     /// Show what the run would do (argv, cwd, environment names, staged files, module closure,
@@ -171,8 +173,19 @@ fn dry_run(
 fn request(args: &SkillArgs, dir: &Path) -> RunRequest {
     let mut req = RunRequest::new(dir, Map::new());
     req.runner = args.runner.clone();
-    req.receipt_dir = args.receipt_dir.clone();
+    req.receipt_dir = receipt_dir(
+        args.receipt_dir.as_deref(),
+        std::env::var_os(RECEIPT_DIR_ENV),
+    );
     req
+}
+
+/// Where the receipt goes: `--receipt-dir`, else a non-empty `RUNX_RECEIPT_DIR` (runx's name
+/// for it, also what a cli-tool step's own `runx` finds in its environment, so that receipts of
+/// nested runs land beside the step's), else the runtime's default.
+fn receipt_dir(flag: Option<&Path>, env: Option<std::ffi::OsString>) -> Option<PathBuf> {
+    flag.map(Path::to_path_buf)
+        .or_else(|| env.filter(|v| !v.is_empty()).map(PathBuf::from))
 }
 
 fn report(o: &RunOutcome, as_json: bool) {
@@ -249,7 +262,20 @@ fn subject(skill: &str, runner: &str) -> String {
 
 #[cfg(test)]
 mod subject_tests {
-    use super::subject;
+    use super::{receipt_dir, subject};
+    use std::path::{Path, PathBuf};
+
+    #[test]
+    fn the_flag_then_runx_receipt_dir_name_the_receipt_folder() {
+        let env = Some("/from/env".into());
+        assert_eq!(
+            receipt_dir(Some(Path::new("flag")), env.clone()),
+            Some(PathBuf::from("flag"))
+        );
+        assert_eq!(receipt_dir(None, env), Some(PathBuf::from("/from/env")));
+        assert_eq!(receipt_dir(None, Some("".into())), None);
+        assert_eq!(receipt_dir(None, None), None);
+    }
 
     #[test]
     fn a_failure_names_what_it_knows() {

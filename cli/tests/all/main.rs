@@ -36,6 +36,8 @@ pub fn test_engine() -> Option<String> {
 pub fn runx() -> Command {
     let mut c = Command::new(env!("CARGO_BIN_EXE_runx"));
     c.env_remove("RUST_LOG");
+    // Names the receipt folder when set: a test's receipts go where the test says.
+    c.env_remove("RUNX_RECEIPT_DIR");
     if let Some(engine) = test_engine() {
         c.arg("--engine").arg(engine);
     }

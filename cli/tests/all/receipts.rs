@@ -817,3 +817,41 @@ fn receipt_show_labels_skipped_cases_skip() {
     assert!(text.contains("  SKIP p/later: "), "{text}");
     assert!(!text.contains("FAIL"), "{text}");
 }
+
+/// Issue 25: `RUNX_RECEIPT_DIR` names the receipt folder as runx reads it; `--receipt-dir`
+/// wins over it, and an empty one is as if unset.
+#[test]
+fn runx_receipt_dir_names_the_receipt_folder() {
+    let ws = tempfile::tempdir().unwrap();
+    let hello = fixtures().join("hello");
+    let hello = hello.to_str().unwrap();
+    let run = |extra: &[&str], env: &[(&str, &str)]| {
+        let mut args = vec!["skill", hello, "-i", "name=Ada"];
+        args.extend_from_slice(extra);
+        let mut env = env.to_vec();
+        env.push(("REGION", "eu"));
+        let (v, code) = json_in(ws.path(), &args, &env);
+        assert_eq!(code, 0, "{v}");
+        std::path::PathBuf::from(v["receipt"].as_str().unwrap())
+    };
+    let from_env = run(&[], &[("RUNX_RECEIPT_DIR", "from-env")]);
+    let name = |p: &std::path::Path| p.file_name().unwrap().to_owned();
+    assert!(ws.path().join("from-env").join(name(&from_env)).is_file());
+    let from_flag = run(
+        &["--receipt-dir", "from-flag"],
+        &[("RUNX_RECEIPT_DIR", "from-env")],
+    );
+    assert!(
+        ws.path()
+            .join("from-flag")
+            .join(from_flag.file_name().unwrap())
+            .is_file()
+    );
+    let default = run(&[], &[("RUNX_RECEIPT_DIR", "")]);
+    assert!(
+        ws.path()
+            .join(".runx/receipts")
+            .join(default.file_name().unwrap())
+            .is_file()
+    );
+}
