@@ -43,7 +43,7 @@ pub fn find_package(dir: &Path) -> Result<PathBuf, String> {
     look_in(parent.unwrap_or(Path::new(".")), &|n: &str| {
         parent.map_or(n.to_string(), |p| p.join(n).display().to_string())
     });
-    let looked = if is_bare(dir) {
+    let looked = if runx_runtime::is_bare_name(dir) {
         look_in(Path::new("skills"), &|n: &str| n.to_string());
         format!("neither `{name}` nor `skills/{name}` exists here")
     } else {
@@ -56,15 +56,6 @@ pub fn find_package(dir: &Path) -> Result<PathBuf, String> {
         "no skill package `{wanted}`: {looked}{}",
         runx_profile::did_you_mean(&wanted, candidates.iter().map(String::as_str))
     ))
-}
-
-/// Whether `dir` is one plain name (`hello`), not a path.
-fn is_bare(dir: &Path) -> bool {
-    let mut parts = dir.components();
-    matches!(
-        (parts.next(), parts.next()),
-        (Some(std::path::Component::Normal(_)), None)
-    )
 }
 
 /// The package directory `dir` names: `dir` itself, or, for a bare name that is not a

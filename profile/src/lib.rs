@@ -83,7 +83,7 @@ pub use model::{
 };
 pub use numbers::{MAX_SAFE_INTEGER, long_integer_in, long_integer_in_map, unsafe_integer};
 pub use packet::{PACKET_ID_KEY, PacketRef};
-pub use parse::{load, parse, plain_types, read_text};
+pub use parse::{load, load_with_text, parse, plain_types, read_text};
 /// The near-miss rule of every "did you mean" (from `runx-rules`).
 pub use runx_rules::{did_you_mean, nearest};
 pub use template::{Piece, pieces};

@@ -49,9 +49,16 @@ const TOP_DECLARED_ONLY_KEYS: &[&str] = &["runx", "policy", "emits", "catalog", 
 /// ([`check_depth`](crate::check_depth)) and parsed. `runx skill`, `runx skill inspect` and `runx harness` all read
 /// profiles here.
 pub fn load(dir: &Path) -> Result<Profile, ProfileError> {
+    load_with_text(dir).map(|(profile, _)| profile)
+}
+
+/// [`load`], also giving the text the profile was parsed from (for positions of keys, or to
+/// tell later whether `X.yaml` still holds it).
+pub fn load_with_text(dir: &Path) -> Result<(Profile, String), ProfileError> {
     let (dir, text) = read_text(dir)?;
     let file = dir.join(PROFILE_FILE);
-    parse(&text, &dir, &file)
+    let profile = parse(&text, &dir, &file)?;
+    Ok((profile, text))
 }
 
 /// The canonical package directory and the text of its `X.yaml`, read as [`load`] reads it.

@@ -119,23 +119,29 @@ impl Checked {
 
 /// Checks the package in `dir` with the workers of `workers`.
 pub(crate) fn check(workers: &Workers, dir: &Path) -> Checked {
+    match runx_profile::load_with_text(dir) {
+        Ok((profile, text)) => check_loaded(workers, dir, &profile, text),
+        Err(e) => Checked {
+            dir: dir.to_path_buf(),
+            skill: None,
+            runners: Vec::new(),
+            problems: vec![profile_problem(dir, &e)],
+        },
+    }
+}
+
+/// Checks a package whose profile loaded from `text`.
+pub(crate) fn check_loaded(
+    workers: &Workers,
+    dir: &Path,
+    profile: &Profile,
+    text: String,
+) -> Checked {
     let mut checked = Checked {
         dir: dir.to_path_buf(),
         skill: None,
         runners: Vec::new(),
         problems: Vec::new(),
-    };
-    // Read once, as `runx_profile::load` reads it: the text is parsed, and kept for positions.
-    let loaded = runx_profile::read_text(dir).and_then(|(canonical, text)| {
-        let file = canonical.join(PROFILE_FILE);
-        runx_profile::parse(&text, &canonical, &file).map(|p| (p, text))
-    });
-    let (profile, text) = match loaded {
-        Ok(loaded) => loaded,
-        Err(e) => {
-            checked.problems.push(profile_problem(dir, &e));
-            return checked;
-        }
     };
     let at = Locator {
         file: profile.dir.join(PROFILE_FILE),
@@ -176,7 +182,7 @@ pub(crate) fn check(workers: &Workers, dir: &Path) -> Checked {
         match &runner.kind {
             RunnerKind::Javascript(js) => check_javascript(
                 workers,
-                &profile,
+                profile,
                 runner,
                 js,
                 &at,

@@ -84,7 +84,7 @@ pub use check::{Checked, CheckedRunner, Problem, Severity};
 pub use environment::{EnvSource, FIXED_BASELINE};
 pub use failure::{FailureKind, RunError};
 pub use framing::{Framer, FramingError, Page, PageBudget};
-pub use packages::package_dir;
+pub use packages::{is_bare_name, package_dir};
 pub use plan::{
     ArtifactPlan, EnvName, EnvNames, EnvOrigin, HiddenValues, ModuleFile, ModulePlan, PagePlan,
     PageStop, Plan, PlanOutcome, PlannedPage, ProcessPlan,

@@ -39,18 +39,23 @@ pub(crate) const MAX_PROFILE_BYTES: usize = 16 * 1024 * 1024;
 /// convention). `runx skill` and `runx serve` find packages alike through it.
 pub fn package_dir(base: &Path, given: &Path) -> PathBuf {
     let direct = base.join(given);
-    let mut parts = given.components();
-    let bare = matches!(
-        (parts.next(), parts.next()),
-        (Some(Component::Normal(_)), None)
-    );
-    if bare && !direct.is_dir() {
+    if is_bare_name(given) && !direct.is_dir() {
         let conventional = base.join("skills").join(given);
         if conventional.is_dir() {
             return conventional;
         }
     }
     direct
+}
+
+/// Whether `given` is one plain name (`helpdesk`), which [`package_dir`] also looks for as
+/// `skills/NAME`, not a path.
+pub fn is_bare_name(given: &Path) -> bool {
+    let mut parts = given.components();
+    matches!(
+        (parts.next(), parts.next()),
+        (Some(Component::Normal(_)), None)
+    )
 }
 
 /// A module closure as collected, with its digest.
@@ -168,9 +173,7 @@ impl Entries {
         let now = self.tick();
         let entry = self.profiles.get_mut(dir)?;
         if entry.text != text {
-            let bytes = entry.text.len();
-            self.profiles.remove(dir);
-            self.profile_bytes -= bytes;
+            self.forget_profile(dir);
             return None;
         }
         entry.used = now;
@@ -182,22 +185,13 @@ impl Entries {
         if bytes > MAX_PROFILE_BYTES {
             return;
         }
-        if let Some(old) = self.profiles.remove(&dir) {
-            self.profile_bytes -= old.text.len();
-        }
+        self.forget_profile(&dir);
         while self.profiles.len() >= MAX_PACKAGES || self.profile_bytes + bytes > MAX_PROFILE_BYTES
         {
-            let Some(oldest) = self
-                .profiles
-                .iter()
-                .min_by_key(|(_, e)| e.used)
-                .map(|(k, _)| k.clone())
-            else {
+            let Some(oldest) = least_used(&self.profiles, |e| e.used) else {
                 break;
             };
-            if let Some(gone) = self.profiles.remove(&oldest) {
-                self.profile_bytes -= gone.text.len();
-            }
+            self.forget_profile(&oldest);
         }
         let used = self.tick();
         self.profile_bytes += bytes;
@@ -225,6 +219,12 @@ impl Entries {
         })
     }
 
+    fn forget_profile(&mut self, dir: &Path) {
+        if let Some(gone) = self.profiles.remove(dir) {
+            self.profile_bytes -= gone.text.len();
+        }
+    }
+
     fn forget_bundle(&mut self, key: &(PathBuf, String)) {
         if let Some(gone) = self.bundles.remove(key) {
             self.source_bytes -= gone.bytes;
@@ -243,12 +243,7 @@ impl Entries {
         }
         self.forget_bundle(&key);
         while self.bundles.len() >= MAX_PACKAGES || self.source_bytes + bytes > MAX_SOURCE_BYTES {
-            let Some(oldest) = self
-                .bundles
-                .iter()
-                .min_by_key(|(_, e)| e.used)
-                .map(|(k, _)| k.clone())
-            else {
+            let Some(oldest) = least_used(&self.bundles, |e| e.used) else {
                 break;
             };
             self.forget_bundle(&oldest);
@@ -266,6 +261,14 @@ impl Entries {
             },
         );
     }
+}
+
+/// The key of the entry used longest ago.
+fn least_used<K: Clone, V>(entries: &HashMap<K, V>, used: impl Fn(&V) -> u64) -> Option<K> {
+    entries
+        .iter()
+        .min_by_key(|(_, e)| used(e))
+        .map(|(k, _)| k.clone())
 }
 
 #[cfg(test)]

@@ -63,7 +63,15 @@ fn a_changed_file_is_read_again_at_once() {
     assert_eq!(cache.profile(&dir).unwrap().skill, "q");
 }
 
-/// Writes `text` (same length) over the start of a shared writable mapping of `path`.
+/// A shared writable mapping of `path`, as a writer may hold one (it outlives the file handle).
+#[allow(unsafe_code, reason = "maps the file the way a writer may")]
+fn mapped(path: &Path) -> memmap2::MmapMut {
+    let file = File::options().read(true).write(true).open(path).unwrap();
+    // SAFETY: the test owns the file; nothing else maps or truncates it.
+    unsafe { memmap2::MmapMut::map_mut(&file).unwrap() }
+}
+
+/// Writes `text` (same length) over the start of a shared writable mapping.
 fn poke(map: &mut memmap2::MmapMut, text: &str) {
     map[..text.len()].copy_from_slice(text.as_bytes());
 }
@@ -72,18 +80,11 @@ fn poke(map: &mut memmap2::MmapMut, text: &str) {
 /// updates the file's times; later ones change the bytes and leave size, mtime and ctime alone
 /// (ext4 until writeback, tmpfs for ever). A cache trusting `lstat` ran the old module.
 #[test]
-#[allow(unsafe_code, reason = "maps the module the way a writer may")]
 fn a_module_changed_through_a_mapping_is_read_again() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("pkg");
     package(&dir, "p", "export const v = 1;\n");
-    let file = File::options()
-        .read(true)
-        .write(true)
-        .open(dir.join("src/lib.mjs"))
-        .unwrap();
-    // SAFETY: the test owns the file; nothing else maps or truncates it.
-    let mut map = unsafe { memmap2::MmapMut::map_mut(&file).unwrap() };
+    let mut map = mapped(&dir.join("src/lib.mjs"));
     poke(&mut map, "export const v = 1;");
     let cache = Packages::default();
     let p = cache.profile(&dir).unwrap();
@@ -98,18 +99,11 @@ fn a_module_changed_through_a_mapping_is_read_again() {
 
 /// The same for `X.yaml`.
 #[test]
-#[allow(unsafe_code, reason = "maps X.yaml the way a writer may")]
 fn a_profile_changed_through_a_mapping_is_read_again() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("pkg");
     package(&dir, "p", "export const v = 1;\n");
-    let file = File::options()
-        .read(true)
-        .write(true)
-        .open(dir.join("X.yaml"))
-        .unwrap();
-    // SAFETY: the test owns the file; nothing else maps or truncates it.
-    let mut map = unsafe { memmap2::MmapMut::map_mut(&file).unwrap() };
+    let mut map = mapped(&dir.join("X.yaml"));
     poke(&mut map, "skill: p");
     let cache = Packages::default();
     assert_eq!(cache.profile(&dir).unwrap().skill, "p");

@@ -157,6 +157,17 @@ impl Runtime {
         crate::check::check(&self.workers, dir)
     }
 
+    /// [`Runtime::check`] of a package whose profile the caller loaded already, from `text`
+    /// (`runx_profile::load_with_text`), so it is not read twice.
+    pub fn check_loaded(
+        &self,
+        dir: &std::path::Path,
+        profile: &Profile,
+        text: String,
+    ) -> crate::check::Checked {
+        crate::check::check_loaded(&self.workers, dir, profile, text)
+    }
+
     /// A runtime using the worker found by [`crate::pools::discover_worker`].
     pub fn discover() -> Runtime {
         Runtime::new(discover_worker())

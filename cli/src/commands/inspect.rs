@@ -15,15 +15,15 @@ pub fn inspect(dir: &Path, as_json: bool, engine: Option<&str>) -> ExitCode {
         Ok(dir) => dir,
         Err(message) => return crate::exit::usage(&message),
     };
-    let p = match runx_profile::load(&dir) {
-        Ok(p) => p,
+    let (p, text) = match runx_profile::load_with_text(&dir) {
+        Ok(loaded) => loaded,
         Err(e) => {
             errln!("runx: {e}");
             return ExitCode::from(crate::exit::EXIT_USAGE);
         }
     };
     let rt = crate::launch::configured_runtime(engine, crate::keys::Keys::default());
-    let checked = rt.check(&dir);
+    let checked = rt.check_loaded(&dir, &p, text);
     let mut doc = describe_json(&p);
     if as_json {
         doc["problems"] = serde_json::to_value(&checked.problems).unwrap_or_default();

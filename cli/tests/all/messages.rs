@@ -26,20 +26,6 @@ fn corpus() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/messages")
 }
 
-/// Copies the corpus folder into `to`, keeping executable bits.
-fn copy_tree(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let dest = to.join(entry.file_name());
-        if entry.file_type().unwrap().is_dir() {
-            copy_tree(&entry.path(), &dest);
-        } else {
-            std::fs::copy(entry.path(), dest).unwrap();
-        }
-    }
-}
-
 /// `text` with the workspace written `$WS`, receipt path lines left out and every
 /// `<digits> ms` written `N ms`.
 fn normalized(text: &str, ws: &Path) -> String {
@@ -89,7 +75,7 @@ fn every_mistake_gets_its_exact_words() {
     let mut cases: Vec<MessageCase> = serde_yaml_ng::from_str(&text).unwrap();
     let ws = tempfile::tempdir().unwrap();
     let ws_path = ws.path().canonicalize().unwrap();
-    copy_tree(&corpus(), &ws_path);
+    super::copy_dir(&corpus(), &ws_path);
     let bless = std::env::var_os("RUNX_BLESS_MESSAGES").is_some();
     let mut failures = Vec::new();
     for case in &mut cases {

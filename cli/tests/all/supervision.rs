@@ -102,19 +102,16 @@ fn an_input_cannot_redirect_another_inputs_file() {
         "cat \"$RUNX_INPUT_DOC_PATH\"\n",
         "    inputs:\n      doc: { type: string, required: true }\n",
     );
+    let redirect = [
+        "skill",
+        "pkg",
+        "-i",
+        "doc=hello",
+        "-i",
+        "doc_path=/etc/hostname",
+    ];
     // Undeclared, `doc_path` is refused before anything is staged.
-    let (v, code) = json_in(
-        ws.path(),
-        &[
-            "skill",
-            "pkg",
-            "-i",
-            "doc=hello",
-            "-i",
-            "doc_path=/etc/hostname",
-        ],
-        &[],
-    );
+    let (v, code) = json_in(ws.path(), &redirect, &[]);
     assert_eq!(code, 64, "{v}");
     assert_eq!(v["error"]["code"], "undeclared_input", "{v}");
     // Declared too, it still cannot take the variable `doc`'s file path owns.
@@ -124,18 +121,7 @@ fn an_input_cannot_redirect_another_inputs_file() {
         "cat \"$RUNX_INPUT_DOC_PATH\"\n",
         "    inputs:\n      doc: { type: string, required: true }\n      doc_path: { type: string }\n",
     );
-    let (v, code) = json_in(
-        ws.path(),
-        &[
-            "skill",
-            "pkg",
-            "-i",
-            "doc=hello",
-            "-i",
-            "doc_path=/etc/hostname",
-        ],
-        &[],
-    );
+    let (v, code) = json_in(ws.path(), &redirect, &[]);
     assert_eq!(code, 64, "{v}");
     assert_eq!(v["error"]["kind"], "input", "{v}");
     assert_eq!(v["error"]["code"], "input_name_collision", "{v}");
