@@ -90,6 +90,11 @@ def spawned_steps(runx: str, ws: Path, steps: int) -> Dict[str, float]:
         took = time.perf_counter() - started
         if done.returncode != 0:
             raise RuntimeError(done.stderr.decode())
+        # A `runx.skill_run.v1` result: a step succeeded when its outcome is `completed` (its
+        # status is `sealed` whenever a receipt was written, a failed step's too).
+        printed = json.loads(done.stdout)
+        if printed.get("outcome") != "completed" or printed.get("result") != {"n": n}:
+            raise RuntimeError(f"`runx skill` did not complete the step: {printed}")
         if n >= 5:
             samples.append(took)
     return summary(samples)

@@ -1,9 +1,9 @@
 //! Receipt keys on the command line (`--sign-key`, `--require-signed`) and in the
 //! environment, resolved before anything runs.
 
-use runx_receipts::{KeyError, Signer, VerifyKey};
+use runx_receipts::{KeyError, Signer, Trust, VerifyKey};
 use runx_runtime::{FailureKind, RunError};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 /// How the receipts of a run are signed.
 #[derive(clap::Args, Clone, Debug, Default)]
@@ -58,4 +58,35 @@ pub fn keys(args: &SignArgs) -> Result<Keys, RunError> {
 
 fn usage(code: &str, e: &KeyError) -> RunError {
     RunError::new(FailureKind::Usage, code, e.to_string())
+}
+
+/// Whom a verifier trusts: the key in `file`, else the verification key in the environment,
+/// else the public half of a configured signing key; with `allow_local`, local development
+/// signatures too (integrity only), beside the key when there is one. Nothing at all is an
+/// error that says what to give.
+pub fn trust(file: Option<&Path>, allow_local: bool) -> Result<Trust, KeyError> {
+    let key = match file {
+        Some(file) => Some(VerifyKey::from_file(file)?),
+        None => match VerifyKey::from_env()? {
+            Some(key) => Some(key),
+            None => Signer::from_env()?.map(|s| s.verify_key()),
+        },
+    };
+    if let Some(key) = key {
+        return Ok(if allow_local {
+            Trust::KeyOrLocal(key)
+        } else {
+            Trust::Key(key)
+        });
+    }
+    if allow_local {
+        return Ok(Trust::LocalDevelopment);
+    }
+    Err(KeyError::Malformed {
+        name: runx_receipts::VERIFY_KID_ENV,
+        problem: format!(
+            "is not set: verifying needs a key; set it and {}, pass --public-key FILE, or pass --allow-local-development-signatures to check receipts made without a key for integrity only",
+            runx_receipts::VERIFY_PUBLIC_KEY_ENV
+        ),
+    })
 }

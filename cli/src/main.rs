@@ -13,13 +13,14 @@
 #![forbid(unsafe_code)]
 
 use clap::{Parser, Subcommand};
-use commands::{bench, check, harness, inspect, receipt, serve, skill};
+use commands::{bench, check, harness, history, inspect, receipt, serve, skill, verify};
 use exit::{EXIT_USAGE, usage};
 use runx_runtime::DEFAULT_ENGINE;
 use std::process::ExitCode;
 
 #[macro_use]
 mod output;
+mod argv;
 mod commands;
 mod exit;
 mod inputs;
@@ -28,6 +29,7 @@ mod launch;
 mod package;
 mod progress;
 mod signals;
+mod store;
 
 #[derive(Parser)]
 #[command(
@@ -55,6 +57,12 @@ enum Command {
     Harness(harness::HarnessArgs),
     /// Measure runx on this machine: `runx bench pages`.
     Bench(bench::BenchArgs),
+    /// List the receipts of the receipt directory, newest first, each verified, unverified or
+    /// invalid; or show one in full (`runx history RECEIPT_ID`).
+    History(history::HistoryArgs),
+    /// Verify receipts as runx does: one file (`--receipt FILE|-`) with runx's verdict, or the
+    /// receipt directory. Exit 0 valid, 3 not valid.
+    Verify(verify::VerifyArgs),
     /// Check receipts offline (`runx receipt verify FILE|DIR...`) or print one (`show FILE`).
     #[command(subcommand)]
     Receipt(receipt::ReceiptCommand),
@@ -70,12 +78,13 @@ enum Command {
 }
 
 fn main() -> ExitCode {
-    let cli = match Cli::try_parse() {
+    let args = match argv::direct_inputs::<Cli>(std::env::args_os().collect()) {
+        Ok(args) => args,
+        Err(message) => return usage(&message),
+    };
+    let cli = match Cli::try_parse_from(args) {
         Ok(c) => c,
         Err(e) => {
-            if let Some(hint) = input_flag_hint(&e, std::env::args().skip(1).collect()) {
-                return usage(&hint);
-            }
             let code = if e.use_stderr() { EXIT_USAGE } else { 0 };
             let _ = e.print();
             return ExitCode::from(code);
@@ -107,43 +116,12 @@ fn main() -> ExitCode {
             let rt = launch::runtime(engine, keys::Keys::default());
             bench::run(&rt, engine.unwrap_or(DEFAULT_ENGINE), args)
         }
+        Command::History(args) => history::run(&args),
+        Command::Verify(args) => verify::run(&args),
         Command::Receipt(command) => receipt::run(command),
         Command::Serve(args) => serve::run(engine, args),
         Command::Worker { .. } => ExitCode::SUCCESS,
     }
-}
-
-/// For `runx skill DIR --name Ada`: runx itself takes inputs as flags, this runx as `-i`. The
-/// message says so instead of clap's tip to pass `--name` as a value.
-fn input_flag_hint(e: &clap::Error, args: Vec<String>) -> Option<String> {
-    use clap::error::{ContextKind, ContextValue, ErrorKind};
-    if e.kind() != ErrorKind::UnknownArgument || !args.iter().any(|a| a == "skill") {
-        return None;
-    }
-    let Some(ContextValue::String(arg)) = e.get(ContextKind::InvalidArg) else {
-        return None;
-    };
-    let flag = arg.strip_prefix("--")?;
-    let written = args.iter().find_map(|a| a.strip_prefix(&format!("{arg}=")));
-    let (name, value) = match flag.split_once('=').or(written.map(|v| (flag, v))) {
-        Some((name, value)) => (name, value.to_string()),
-        None => {
-            let next = args
-                .iter()
-                .skip_while(|a| *a != arg)
-                .nth(1)
-                .filter(|v| !v.starts_with('-'));
-            (flag, next.cloned().unwrap_or_else(|| "VALUE".to_string()))
-        }
-    };
-    let value = if value.is_empty() || value.contains(|c: char| c.is_whitespace() || c == '\'') {
-        format!("'{}'", value.replace('\'', r"'\''"))
-    } else {
-        value
-    };
-    Some(format!(
-        "`{arg}` is not a flag of `runx skill`; give an input with -i: `-i {name}={value}` (or all of them with `--inputs FILE`); `runx skill --help` lists the flags"
-    ))
 }
 
 fn init_tracing(verbose: u8) {

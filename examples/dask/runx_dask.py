@@ -8,8 +8,11 @@
 The graph: one paged `tally` step per archive file in DATA_DIR (they run in parallel, on
 whichever workers Dask picks), then one `merge` step over their outputs. Dask schedules; runx
 runs each step sandboxed, with the environment the step is given and a receipt per step. Each
-step's receipt document comes back with its result, so the client can keep and verify every
-receipt wherever the steps ran.
+step's receipt document (a `runx.receipt.v1`, named by its content address `sha256:<hex>`)
+comes back with its result, so the client can keep and verify every receipt wherever the steps
+ran. Receipts made without a signing key carry runx's local-development signature: they verify
+for integrity only (`--allow-local-development-signatures`), which `verify_receipts` asks for
+when it has no key either.
 """
 
 from __future__ import annotations
@@ -92,15 +95,19 @@ def runx_step(
     receipt_dir: Optional[str] = None,
 ) -> Dict[str, Any]:
     """A Dask task: one runx step on this worker's warm server. Raises `RunxError` (with the
-    failure's kind and code; it pickles) when the step fails, so Dask marks the task failed.
-    The result carries the receipt document (`receipt_body`) as well as its path on this
-    worker."""
+    failure's kind and code; it pickles) when the step does not complete (runx's `outcome` is
+    not `completed`, even though a failed run's receipt is sealed), so Dask marks the task
+    failed. The result is the step's `result` (its output), its `run_id` and `receipt_id`, and
+    the receipt document (`receipt_body`) as well as its path on this worker
+    (`receipt_path`)."""
     result = serve_client().run(
         skill, inputs, runner=runner, env=env, cwd=cwd, receipt_dir=receipt_dir, receipt_body=True
     )
     return {
-        "output": result.output,
-        "receipt": result.receipt,
+        "result": result.result,
+        "run_id": result.run_id,
+        "receipt_id": result.receipt_id,
+        "receipt_path": result.receipt_path,
         "receipt_body": result.receipt_body,
         "host": socket.gethostname(),
         "server_pid": serve_client().pid,
@@ -121,7 +128,7 @@ def merge_step(
     receipt_dir: Optional[str] = None,
 ) -> Dict[str, Any]:
     """A Dask task: the javascript reduce step over the outputs of the tally steps."""
-    inputs = {"parts": [p["output"] for p in parts]}
+    inputs = {"parts": [p["result"] for p in parts]}
     return runx_step(skill, inputs, cwd=cwd, receipt_dir=receipt_dir)
 
 
@@ -133,9 +140,9 @@ def tally_archives(
     receipt_dir: Optional[str] = None,
 ) -> Dict[str, Any]:
     """Runs the graph: a `tally` step per archive in `data_dir`, then `merge`. `skills_dir`
-    and `data_dir` are paths on the workers. Returns the merged output, every step's receipt
-    path (on the machine that ran the step) and document (`receipt_bodies`, here), and which
-    servers ran the tallies."""
+    and `data_dir` are paths on the workers. Returns the merged output (`result`), every step's
+    receipt id, receipt path (`receipts`, on the machine that ran the step) and document
+    (`receipt_bodies`, here), and which servers ran the tallies."""
     tally = os.path.join(skills_dir, "tally")
     merge = os.path.join(skills_dir, "merge")
     parts = []
@@ -163,44 +170,61 @@ def tally_archives(
     tallies = dask.gather(parts)
     steps = tallies + [merged]
     return {
-        "output": merged["output"],
-        "receipts": [s["receipt"] for s in steps],
+        "result": merged["result"],
+        "receipt_ids": [s["receipt_id"] for s in steps],
+        "receipts": [s["receipt_path"] for s in steps],
         "receipt_bodies": [s["receipt_body"] for s in steps],
         "ran_on": sorted({(t["host"], t["server_pid"]) for t in tallies}),
     }
 
 
-#: What a receipt's `id` may be to name its file: runx writes `<ms>-<pid>-<n>`.
-RECEIPT_ID = re.compile(r"[0-9A-Za-z][0-9A-Za-z._-]{0,127}")
+#: What a receipt's `id` is: its content address.
+RECEIPT_ID = re.compile(r"sha256:[0-9a-f]{64}")
+
+#: Variables that give `runx receipt verify` a key (a verification key, or a signing key whose
+#: public half it uses).
+KEY_VARIABLES = ("RUNX_RECEIPT_VERIFY_KID", "RUNX_RECEIPT_SIGN_KID")
+
+
+def receipt_file_name(receipt_id: str) -> str:
+    """The file name runx gives the receipt `receipt_id`: `sha256-<hex>.json`. An id that is
+    not a content address is refused, never used as a path."""
+    if not RECEIPT_ID.fullmatch(receipt_id):
+        raise ValueError(f"a receipt id that is not a sha256 content address: {receipt_id!r}")
+    return receipt_id.replace(":", "-", 1) + ".json"
 
 
 def collect_receipts(bodies: Iterable[Mapping[str, Any]], directory: Path) -> List[Path]:
-    """Writes each receipt document as `<id>.json` in `directory`, on this machine, and
-    returns the paths. An `id` that is not a plain file name is refused, not used as a path.
-    Ids are unique per machine (time, process, counter), not across a cluster: a different
-    receipt with an id already collected goes beside it as `<id>-<its body digest>.json`; the
-    same receipt collected twice is written once."""
+    """Writes each receipt document as `sha256-<hex>.json` (its id, as runx names its receipt
+    files) in `directory`, on this machine, and returns the paths. An id that is not a content
+    address is refused, not used as a path. Ids are content addresses, so the same receipt
+    collected twice (from any machine) is written once; a *different* document under an id
+    already collected is not what its id says, and raises `FileExistsError` instead of
+    replacing the one there (`verify_receipts` tells which is not)."""
     directory.mkdir(parents=True, exist_ok=True)
     paths = []
     for body in bodies:
         receipt_id = str(body.get("id", ""))
-        if not RECEIPT_ID.fullmatch(receipt_id):
-            raise ValueError(f"a receipt id that is not a plain file name: {receipt_id!r}")
-        digest = str(body.get("body_digest", "")).rpartition(":")[2][:16]
-        names = [receipt_id] + ([f"{receipt_id}-{digest}"] if RECEIPT_ID.fullmatch(digest) else [])
-        for name in names:
-            path = directory / f"{name}.json"
-            try:
-                with open(path, "x", encoding="utf-8") as f:  # never over another receipt
-                    json.dump(body, f)
-            except FileExistsError:
-                if json.loads(path.read_text(encoding="utf-8")) != body:
-                    continue
-            paths.append(path)
-            break
-        else:
-            raise FileExistsError(f"another receipt {receipt_id!r} is already in {directory}")
+        path = directory / receipt_file_name(receipt_id)
+        try:
+            with open(path, "x", encoding="utf-8") as f:  # never over another receipt
+                json.dump(body, f)
+        except FileExistsError:
+            if json.loads(path.read_text(encoding="utf-8")) != body:
+                raise FileExistsError(
+                    f"another document with the receipt id {receipt_id!r} is already in {directory}"
+                ) from None
+        paths.append(path)
     return paths
+
+
+def has_key(public_key: Optional[str], env: Optional[Mapping[str, str]]) -> bool:
+    """Whether `runx receipt verify` would have a key: `public_key`, else a verification or
+    signing key in `env` (else in this process's environment)."""
+    if public_key is not None:
+        return True
+    variables = os.environ if env is None else env
+    return any(variables.get(name) for name in KEY_VARIABLES)
 
 
 def verify_receipts(
@@ -208,14 +232,32 @@ def verify_receipts(
     runx: str = "runx",
     public_key: Optional[str] = None,
     env: Optional[Mapping[str, str]] = None,
+    allow_local_development_signatures: Optional[bool] = None,
 ) -> Dict[str, Any]:
-    """`runx receipt verify --json` on receipt files: digest, schema and signature, offline.
-    The verification key is the file `public_key` (`RUNX_RECEIPT_VERIFY_*` lines), else the
-    `RUNX_RECEIPT_VERIFY_*` (or signing key) of `env`, else of this process's environment.
-    Returns runx's report, `{"status": "verified", ...}` when every receipt verifies."""
+    """`runx receipt verify --json` on receipt files: digest, content address, schema, evidence
+    and signature, offline. The verification key is the file `public_key`
+    (`RUNX_RECEIPT_VERIFY_*` lines), else the `RUNX_RECEIPT_VERIFY_*` (or signing key) of `env`,
+    else of this process's environment.
+
+    Receipts made without a signing key carry a local-development signature, which proves no
+    signer: they verify for integrity only, with `--allow-local-development-signatures`. That
+    is passed when `allow_local_development_signatures` says so; by default (`None`), when there
+    is no key to verify with (then nothing stronger can be checked). A receipt's own say is never
+    asked: a changed receipt could claim to be unsigned.
+
+    Returns runx's report, `{"status": "verified", ...}` when every receipt verifies, with
+    `allow_local_development_signatures` added (whether signatures were checked for integrity
+    only)."""
+    allow = (
+        not has_key(public_key, env)
+        if allow_local_development_signatures is None
+        else allow_local_development_signatures
+    )
     command = [runx, "receipt", "verify", "--json"]
     if public_key is not None:
         command += ["--public-key", public_key]
+    if allow:
+        command.append("--allow-local-development-signatures")
     command += [str(p) for p in paths]
     done = subprocess.run(
         command, capture_output=True, env=None if env is None else dict(env), check=False
@@ -224,6 +266,7 @@ def verify_receipts(
         report: Dict[str, Any] = json.loads(done.stdout)
     except ValueError:
         report = {"status": "usage", "error": done.stderr.decode(errors="replace").strip()}
+    report["allow_local_development_signatures"] = allow
     return report
 
 
@@ -254,15 +297,16 @@ def run(
 ) -> None:
     dask.register_plugin(RunxServe(runx=runx))
     result = tally_archives(dask, str(data_dir), archives)
-    print(result["output"])
+    print(result["result"])
     for host, pid in result["ran_on"]:
         print(f"tallied on {host} by runx serve pid {pid}")
-    for receipt in result["receipts"]:
-        print("receipt", receipt)
+    for receipt_id, receipt in zip(result["receipt_ids"], result["receipts"]):
+        print("receipt", receipt_id, receipt)
     if collect is not None:
         paths = collect_receipts(result["receipt_bodies"], collect)
         report = verify_receipts(paths, runx)
-        print(f"collected {len(paths)} receipts in {collect}: {report.get('status')}")
+        how = " (integrity only: no signing key)" if report["allow_local_development_signatures"] else ""
+        print(f"collected {len(paths)} receipts in {collect}: {report.get('status')}{how}")
         if report.get("status") != "verified":
             print(report.get("error") or [r for r in report.get("receipts", []) if r["status"] != "verified"])
 

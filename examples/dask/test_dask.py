@@ -32,6 +32,7 @@ from runx_dask import (  # noqa: E402
     SKILLS,
     RunxServe,
     collect_receipts,
+    has_key,
     step_key,
     tally_archives,
     verify_receipts,
@@ -64,8 +65,9 @@ def skill_json(runx_bin: str, skill: Path, inputs: dict, cwd: Path, receipts: Pa
         check=True,
     )
     result = json.loads(done.stdout)
-    assert result["status"] == "sealed", result
-    return result["output"]
+    assert result["schema"] == "runx.skill_run.v1", result
+    assert result["status"] == "sealed" and result["outcome"] == "completed", result
+    return result["result"]
 
 
 def test_the_graph_on_two_worker_processes_equals_a_sequential_run(runx_bin: str, tmp_path: Path) -> None:
@@ -91,19 +93,35 @@ def test_the_graph_on_two_worker_processes_equals_a_sequential_run(runx_bin: str
     sequential = skill_json(
         runx_bin, SKILLS / "merge", {"parts": sequential_parts}, tmp_path, tmp_path / "seq"
     )
-    assert result["output"] == sequential
-    assert result["output"]["archives"] == 6 and result["output"]["orders"] == 6 * 1500
+    assert result["result"] == sequential
+    assert result["result"]["archives"] == 6 and result["result"]["orders"] == 6 * 1500
 
     assert len(result["receipts"]) == len(archives) + 1
-    for path, body in zip(result["receipts"], result["receipt_bodies"]):
+    for path, receipt_id, body in zip(result["receipts"], result["receipt_ids"], result["receipt_bodies"]):
         receipt = json.loads(Path(path).read_text())
-        assert receipt["status"] == "sealed"
+        assert receipt["schema"] == "runx.receipt.v1" and receipt["id"] == receipt_id
+        assert Path(path).name == receipt_id.replace(":", "-") + ".json"
+        assert receipt["metadata"]["evidence"]["status"] == "sealed"
+        assert receipt["seal"]["disposition"] == "closed"
         assert receipt == body, "the receipt that travelled is not the one written"
         assert Path(path).parent == receipts
-    kinds = sorted(json.loads(Path(p).read_text())["skill"] for p in result["receipts"])
-    assert kinds == ["merge"] + ["tally"] * len(archives)
-    tally = json.loads(Path(result["receipts"][0]).read_text())
-    assert tally["artifact"]["page_count"] > 1, "the tally steps were paged"
+    evidence = [json.loads(Path(p).read_text())["metadata"]["evidence"] for p in result["receipts"]]
+    assert sorted(e["skill"] for e in evidence) == ["merge"] + ["tally"] * len(archives)
+    assert evidence[0]["artifact"]["page_count"] > 1, "the tally steps were paged"
+
+    collected = collect_receipts(result["receipt_bodies"], tmp_path / "collected")
+    assert [p.name for p in collected] == [Path(p).name for p in result["receipts"]]
+    if has_key(None, None):
+        return  # this environment gave the workers a signing key: the next test checks those
+    # Made without a key, the receipts verify for integrity only, as runx allows.
+    assert {b["issuer"]["type"] for b in result["receipt_bodies"]} == {"local"}
+    unsigned = {k: v for k, v in os.environ.items() if not k.startswith("RUNX_RECEIPT_")}
+    report = verify_receipts(collected, runx_bin, env=unsigned)
+    assert report["status"] == "verified" and report["verified"] == len(collected), report
+    assert report["allow_local_development_signatures"] is True
+    # Without the flag, runx will not verify them (no key) and says how.
+    report = verify_receipts(collected, runx_bin, env=unsigned, allow_local_development_signatures=False)
+    assert report["status"] == "usage" and "--allow-local-development-signatures" in report["error"], report
 
 
 def test_repeated_calls_with_other_parameters_run_again_and_their_receipts_verify(
@@ -127,30 +145,42 @@ def test_repeated_calls_with_other_parameters_run_again_and_their_receipts_verif
         written = sorted(receipt_dir.glob("*.json"))
         assert len(written) == len(archives) + 1, (receipt_dir, written)
         assert sorted(Path(p) for p in result["receipts"]) == written
-        assert result["output"] == results[0]["output"]
+        assert result["result"] == results[0]["result"]
     all_ids = [b["id"] for r in results for b in r["receipt_bodies"]]
     assert len(set(all_ids)) == 6 * (len(archives) + 1), "a call returned another call's receipts"
+    assert all_ids == [i for r in results for i in r["receipt_ids"]]
+    for body in (b for r in results for b in r["receipt_bodies"]):
+        assert body["issuer"]["kid"] == "dask-tests", "signed by the plugin's key"
 
     # The receipts travelled with the results: collected here, they verify, and a changed
     # one does not.
     collected = tmp_path / "collected"
     paths = collect_receipts([b for r in results for b in r["receipt_bodies"]], collected)
+    assert all(p.name.startswith("sha256-") for p in paths)
     report = verify_receipts(paths, runx_bin, env=SIGN_KEY)
     assert report["status"] == "verified" and report["verified"] == len(paths), report
+    assert report["allow_local_development_signatures"] is False, "a key verifies the signatures"
     tampered = json.loads(paths[0].read_text())
-    tampered["output_digest"] = "sha256:" + "0" * 64
+    tampered["metadata"]["evidence"]["output_digest"] = "sha256:" + "0" * 64
     paths[0].write_text(json.dumps(tampered))
     report = verify_receipts(paths, runx_bin, env=SIGN_KEY)
     assert report["status"] == "failed" and report["failed"] == 1, report
-    # A receipt id that is not a plain file name is not a path to write to; the same receipt
-    # collected twice is one file, and another with the same id (another machine) goes beside.
-    with pytest.raises(ValueError):
-        collect_receipts([{"id": "../escape"}], collected)
+    # A signed receipt does not pass as a local-development one: integrity-only verification
+    # refuses its signature.
+    report = verify_receipts(paths[1:2], runx_bin, env={}, allow_local_development_signatures=True)
+    assert report["status"] == "failed" and report["failed"] == 1, report
+    # A receipt id that is not a content address is not a path to write to; the same receipt
+    # collected twice is one file; another document under an id already collected is refused.
+    for bad in ("../escape", "sha256:../x", "1796156646286-1205-0", "sha256:" + "A" * 64):
+        with pytest.raises(ValueError):
+            collect_receipts([{"id": bad}], collected)
     body = results[1]["receipt_bodies"][0]  # not the one changed above
-    assert collect_receipts([body], collected) == [collected / f"{body['id']}.json"]
-    twin = dict(body, body_digest="sha256:" + "ab" * 32)
-    (beside,) = collect_receipts([twin], collected)
-    assert beside.name == f"{body['id']}-{'ab' * 8}.json"
+    name = body["id"].replace(":", "-") + ".json"
+    assert collect_receipts([body], collected) == [collected / name]
+    twin = dict(body, created_at="2000-01-01T00:00:00.000Z")
+    with pytest.raises(FileExistsError):
+        collect_receipts([twin], collected)
+    assert json.loads((collected / name).read_text()) == body
 
 
 def test_task_keys_follow_the_parameters() -> None:

@@ -109,7 +109,8 @@ impl PackageError {
 /// `fixtures/`: only its cases; elsewhere, cases that name their package with `target`), or a
 /// directory: every package at or below it (a directory with
 /// `X.yaml`, nested ones included, like `agency/graph/plan`), in path order, each with its inline
-/// cases and every `fixtures/*.yaml`. Only unusable paths are errors here; a broken package is a
+/// cases and every `fixtures/*.yaml`; a directory without packages, its fixture files (runx
+/// takes them one by one; this takes the directory too). Only unusable paths are errors here; a broken package is a
 /// suite with [`Suite::broken`].
 pub fn discover(paths: &[PathBuf]) -> Result<Vec<Suite>, HarnessError> {
     let mut suites = Vec::new();
@@ -121,12 +122,21 @@ pub fn discover(paths: &[PathBuf]) -> Result<Vec<Suite>, HarnessError> {
         } else if meta.is_dir() {
             let found = find_packages(path)?;
             if found.is_empty() {
-                return Err(HarnessError::path(
-                    path,
-                    format!(
-                        "is neither a skill package (no {PROFILE_FILE}) nor a directory holding skill packages"
-                    ),
-                ));
+                // A directory of fixture files (runx's `fixtures/harness`): each file's cases,
+                // each naming its package with `target`.
+                let files = fixture_files(path)?;
+                if files.is_empty() {
+                    return Err(HarnessError::path(
+                        path,
+                        format!(
+                            "is neither a skill package (no {PROFILE_FILE}), nor a directory holding skill packages, nor one holding fixture files (*.yaml)"
+                        ),
+                    ));
+                }
+                for file in files {
+                    suites.push(fixture_file_suite(&file)?);
+                }
+                continue;
             }
             for (dir, label) in found {
                 suites.push(package_suite(&dir, label));
@@ -139,6 +149,21 @@ pub fn discover(paths: &[PathBuf]) -> Result<Vec<Suite>, HarnessError> {
         }
     }
     Ok(suites)
+}
+
+/// The fixture files directly inside `dir` (`*.yaml`, `*.yml`; regular files only, no link
+/// followed), by name.
+fn fixture_files(dir: &Path) -> Result<Vec<PathBuf>, HarnessError> {
+    let entries =
+        std::fs::read_dir(dir).map_err(|e| HarnessError::path(dir, format!("cannot list: {e}")))?;
+    let mut files: Vec<PathBuf> = entries
+        .filter_map(Result::ok)
+        .filter(|e| e.file_type().is_ok_and(|t| t.is_file()))
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "yaml" || x == "yml"))
+        .collect();
+    files.sort();
+    Ok(files)
 }
 
 /// Names that are never searched for packages.

@@ -81,13 +81,16 @@
 #![warn(missing_docs)]
 
 mod checks;
+mod compare;
 mod discover;
 mod error;
 mod fixture;
 mod matching;
 mod receipt;
+mod receipt_view;
 mod run;
 
+pub use compare::{Mismatch, match_exact, match_subset};
 pub use discover::{PackageError, Suite, SuiteCase, discover};
 pub use error::HarnessError;
 pub use fixture::{
@@ -95,8 +98,9 @@ pub use fixture::{
     RelPath, Setup,
 };
 pub use fixture::{DATA_DIR, FIXTURES_DIR};
-pub use matching::{Mismatch, check, check_case, match_exact, match_subset};
+pub use matching::{check, check_case};
 pub use receipt::{CaseRecord, HarnessReceipt};
+pub use receipt_view::{RETIRED_RECEIPT_KEYS, view as receipt_view};
 pub use run::{
     CaseFailure, CaseResult, CaseVerdict, PackageFailure, PackageResult, PackageStatus, Report,
     ReportStatus, run_case, run_suites, run_suites_with,

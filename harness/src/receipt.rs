@@ -2,7 +2,10 @@
 //! every case with the digest of its own receipt, so a fixture run verifies as one thing.
 
 use crate::run::Report;
-use runx_receipts::{EngineRecord, HARNESS_RECEIPT_SCHEMA, RUNX_VERSION, Receipt, SignatureBlock};
+use runx_receipts::runx;
+use runx_receipts::{
+    EngineRecord, HARNESS_RECEIPT_SCHEMA, RUNX_VERSION, RunEvidence, SignatureBlock,
+};
 use runx_runtime::Runtime;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
@@ -34,10 +37,11 @@ pub struct HarnessReceipt {
     pub started_at_ms: u64,
     /// Wall-clock duration of the harness run in milliseconds.
     pub duration_ms: u64,
-    /// See [`Receipt::body_digest`].
+    /// `sha256:` of the RFC 8785 canonical JSON of every other field but `signature`
+    /// ([`runx_receipts::body_digest`]).
     #[serde(default)]
     pub body_digest: Option<String>,
-    /// See [`Receipt::signature`].
+    /// The signature over the body digest; `null` without a signing key.
     #[serde(default)]
     pub signature: Option<SignatureBlock>,
 }
@@ -71,7 +75,10 @@ impl HarnessReceipt {
                 case: c.case.clone(),
                 passed: c.passed,
                 run_status: c.run_status.clone(),
-                receipt: c.receipt.as_ref().map(|r| format!("{}.json", r.id)),
+                receipt: c
+                    .receipt
+                    .as_ref()
+                    .and_then(|r| r["id"].as_str().map(runx::file_name)),
                 receipt_digest: c.receipt_digest.clone(),
             })
             .collect();
@@ -81,7 +88,7 @@ impl HarnessReceipt {
             .unwrap_or_default();
         let mut receipt = HarnessReceipt {
             schema: HARNESS_RECEIPT_SCHEMA.to_string(),
-            id: format!("harness-{}", Receipt::new_id(started_at_ms)),
+            id: format!("harness-{}", RunEvidence::new_id(started_at_ms)),
             runx_version: RUNX_VERSION.to_string(),
             engine: rt.engine(),
             status,
@@ -106,7 +113,7 @@ impl HarnessReceipt {
     pub fn write(&self, report: &Report, dir: &Path) -> std::io::Result<PathBuf> {
         for case in &report.cases {
             if let Some(r) = &case.receipt {
-                r.write(dir)?;
+                runx::write(dir, r)?;
             }
         }
         std::fs::create_dir_all(dir)?;

@@ -3,13 +3,12 @@
 
 use crate::receipt::HarnessReceipt;
 use crate::run::{CaseResult, CaseVerdict, Report, ReportStatus};
+use runx_receipts::runx::{SealParts, SkillRun, file_name, seal, skill_receipt};
 use runx_receipts::{
-    Check, EngineRecord, HARNESS_RECEIPT_SCHEMA, RECEIPT_SCHEMA, RUNX_VERSION, Receipt, RunStatus,
-    Signer, VerifyKey, digest, read_receipt, sha256_hex, verify_file,
+    Check, HARNESS_RECEIPT_SCHEMA, Signer, Trust, digest, read_receipt, sha256_hex, verify_file,
 };
 use runx_runtime::{Runtime, WorkerCommand};
-use serde_json::json;
-use std::collections::BTreeMap;
+use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
 
 fn signer(seed: u8, kid: &str) -> Signer {
@@ -17,44 +16,46 @@ fn signer(seed: u8, kid: &str) -> Signer {
     Signer::new(kid, &seed, "ci").expect("signer")
 }
 
-fn key() -> VerifyKey {
-    signer(1, "key-1").verify_key()
+fn key() -> Trust {
+    Trust::Key(signer(1, "key-1").verify_key())
 }
 
-/// A receipt as a sealed javascript run writes it.
-fn receipt(id: &str, signer: Option<&Signer>) -> Receipt {
-    let mut r = Receipt {
-        schema: RECEIPT_SCHEMA.to_string(),
-        id: id.to_string(),
+/// A receipt as a sealed javascript run writes it; `tag` makes it one of its own.
+fn receipt(tag: &str, signer: Option<&Signer>) -> Value {
+    let h = |s: &str| sha256_hex(s.as_bytes());
+    let mut r = skill_receipt(&SkillRun {
         skill: "hello".to_string(),
-        version: "1.0.0".to_string(),
         runner: "greet".to_string(),
-        runner_type: Some("javascript".to_string()),
-        status: RunStatus::Sealed,
-        failure: None,
-        input_digest: Some(sha256_hex(b"in")),
-        output_digest: Some(sha256_hex(b"out")),
-        bundle_digest: Some(sha256_hex(b"bundle")),
-        runx_version: RUNX_VERSION.to_string(),
-        engine: Some(EngineRecord {
-            name: "quickjs".to_string(),
-            version: "test".to_string(),
-        }),
-        profile_digest: Some(sha256_hex(b"X.yaml")),
-        limits: BTreeMap::from([("heap_bytes".to_string(), 64 << 20)]),
-        duration_ms: 12,
-        started_at_ms: 1_700_000_000_000,
-        ..Receipt::default()
-    };
-    r.seal(signer);
+        run_id: format!("run_greet_{tag}"),
+        harness_id: format!("hrn_run_greet_{tag}_greet"),
+        seal: SealParts {
+            disposition: "closed".to_string(),
+            reason_code: "process_closed".to_string(),
+            summary: "javascript greet completed".to_string(),
+            closed_at: "2026-12-01T00:00:00.012Z".to_string(),
+        },
+        commitments: Vec::new(),
+        intent_key: h("intent"),
+        trigger_fingerprint: h(tag),
+        content_hash: h("out"),
+        profile_hash: h("profile"),
+        execution_boundary: Some("deterministic_worker"),
+        evidence: json!({"schema": "runx-rs.run_evidence.v1", "skill": "hello", "tag": tag}),
+    });
+    seal(&mut r, signer);
     r
+}
+
+/// The file name a receipt is written under.
+fn name_of(r: &Value) -> String {
+    file_name(r["id"].as_str().expect("id"))
 }
 
 fn problem(path: &Path) -> Option<Check> {
     verify_file(path, &key()).problem.map(|p| p.check)
 }
 
-fn case(package: &str, name: &str, receipt: Option<Receipt>) -> CaseResult {
+fn case(package: &str, name: &str, receipt: Option<Value>) -> CaseResult {
     CaseResult {
         package: package.to_string(),
         case: name.to_string(),
@@ -73,10 +74,11 @@ fn case(package: &str, name: &str, receipt: Option<Receipt>) -> CaseResult {
     }
 }
 
-fn harness_run(dir: &Path, signer: &Signer) -> PathBuf {
+fn harness_run(dir: &Path, signer: &Signer) -> (PathBuf, Value) {
     let rt = Runtime::new(WorkerCommand::new("/nonexistent/worker")).with_signer(signer.clone());
+    let first = receipt("c1", Some(signer));
     let cases = vec![
-        case("hello", "greets", Some(receipt("c1", Some(signer)))),
+        case("hello", "greets", Some(first.clone())),
         case("hello", "refuses", Some(receipt("c2", Some(signer)))),
     ];
     let report = Report {
@@ -92,14 +94,14 @@ fn harness_run(dir: &Path, signer: &Signer) -> PathBuf {
         packages: Vec::new(),
     };
     let h = HarnessReceipt::new(&rt, &report, 1, 2);
-    h.write(&report, dir).expect("write")
+    (h.write(&report, dir).expect("write"), first)
 }
 
 #[test]
 fn a_harness_receipt_verifies_as_a_whole_and_names_its_cases() {
     let dir = tempfile::tempdir().expect("tempdir");
     let s = signer(1, "key-1");
-    let path = harness_run(dir.path(), &s);
+    let (path, first) = harness_run(dir.path(), &s);
     let v = verify_file(&path, &key());
     assert!(v.verified(), "{v:?}");
     assert_eq!(v.schema.as_deref(), Some(HARNESS_RECEIPT_SCHEMA));
@@ -107,11 +109,18 @@ fn a_harness_receipt_verifies_as_a_whole_and_names_its_cases() {
 
     // A case receipt replaced by another one signed with the same key: the harness receipt
     // records another digest.
-    let c1 = dir.path().join("c1.json");
-    let mut forged = receipt("c1", None);
-    forged.skill = "forged".to_string();
-    forged.seal(Some(&s));
+    let c1 = dir.path().join(name_of(&first));
+    let mut forged = first.clone();
+    forged["metadata"]["evidence"]["skill"] = json!("forged");
+    forged["acts"][0]["artifact_refs"] = json!([runx_receipts::runx::evidence_ref(
+        &forged["metadata"]["evidence"]
+    )]);
+    seal(&mut forged, Some(&s));
     std::fs::write(&c1, serde_json::to_vec_pretty(&forged).expect("json")).expect("write");
+    assert!(
+        runx_receipts::runx::verdict(&forged, &key()).valid,
+        "the forgery verifies on its own"
+    );
     let p = verify_file(&path, &key()).problem.expect("forged case");
     assert_eq!(p.check, Check::Cases);
     assert!(
@@ -123,14 +132,14 @@ fn a_harness_receipt_verifies_as_a_whole_and_names_its_cases() {
     std::fs::remove_file(&c1).expect("rm");
     let p = verify_file(&path, &key()).problem.expect("missing case");
     assert_eq!(p.check, Check::Cases);
-    assert!(p.message.contains("c1.json"), "{}", p.message);
+    assert!(p.message.contains(&name_of(&first)), "{}", p.message);
 }
 
 #[test]
 fn a_harness_receipt_cannot_point_outside_its_directory() {
     let dir = tempfile::tempdir().expect("tempdir");
     let s = signer(1, "key-1");
-    let path = harness_run(dir.path(), &s);
+    let (path, _) = harness_run(dir.path(), &s);
     let mut doc = read_receipt(&path).expect("read");
     doc["cases"][0]["receipt"] = json!("../c1.json");
     // Even re-sealed with the right key, the schema refuses a path.
@@ -170,4 +179,29 @@ fn a_case_receipt_that_does_not_verify_fails_the_harness_receipt() {
         .expect("case by another key");
     assert_eq!(p.check, Check::Cases);
     assert!(p.message.contains("key_id"), "{}", p.message);
+}
+
+#[test]
+fn without_a_key_a_harness_run_verifies_as_local_development() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let rt = Runtime::new(WorkerCommand::new("/nonexistent/worker"));
+    let report = Report {
+        status: ReportStatus::Passed,
+        case_count: 1,
+        passed: 1,
+        failed: 0,
+        failures: Vec::new(),
+        not_declared: Vec::new(),
+        cases: vec![case("hello", "greets", Some(receipt("c1", None)))],
+        skipped: 0,
+        errors: Vec::new(),
+        packages: Vec::new(),
+    };
+    let path = HarnessReceipt::new(&rt, &report, 1, 2)
+        .write(&report, dir.path())
+        .expect("write");
+    let v = verify_file(&path, &Trust::LocalDevelopment);
+    assert!(v.verified(), "{v:?}");
+    // A key proves nothing about receipts made without one.
+    assert_eq!(problem(&path), Some(Check::Unsigned));
 }

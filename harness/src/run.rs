@@ -1,11 +1,12 @@
 //! Running cases, each in its own scratch workspace, into a [`Report`].
 
+use crate::compare::Mismatch;
 use crate::discover::{PackageError, Suite, SuiteCase};
 use crate::error::HarnessError;
 use crate::fixture::{Case, CaseKind, DATA_DIR, FIXTURES_DIR, RelPath};
-use crate::matching::{Mismatch, check_case};
+use crate::matching::check_case;
 use runx_profile::{Diagnostic, PROFILE_FILE, ProfileError};
-use runx_receipts::{Receipt, digest};
+use runx_receipts::digest;
 use runx_runtime::{EnvSource, RunOutcome, RunRequest, Runtime};
 use runx_worker::{EntryKind, Scope, ScopeError};
 use serde::Serialize;
@@ -78,7 +79,7 @@ pub struct CaseResult {
     /// The case's receipt (its file lives in the scratch workspace, which is gone; the
     /// harness receipt writes it again beside itself).
     #[serde(skip)]
-    pub receipt: Option<Receipt>,
+    pub receipt: Option<serde_json::Value>,
     /// `passed`, `failed` or `skipped`.
     pub outcome: CaseVerdict,
     /// The case's `kind`, when it declares one.
@@ -473,6 +474,7 @@ fn prepare_and_run(
     req.env = EnvSource::Map(case.env.clone());
     req.workspace = workspace.clone();
     req.receipt_dir = Some(workspace.join(".runx").join("receipts"));
+    req.case = Some(case.name.clone());
     let outcome = rt.run(&req);
     Ok((scratch, outcome))
 }

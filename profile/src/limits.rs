@@ -248,8 +248,8 @@ pub const FIXTURE_BYTES: LimitDef = LimitDef::fixed(
 pub const INPUTS_BYTES: LimitDef = LimitDef::fixed(
     "inputs_bytes",
     Unit::Bytes,
-    4 * MIB as u64,
-    "the input object read from --inputs FILE or stdin",
+    64 * MIB as u64,
+    "the input object read from --inputs FILE or stdin (as runx reads an inputs document)",
 );
 
 /// Size of a receipt file `runx receipt verify` and `show` read.

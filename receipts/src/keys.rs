@@ -4,8 +4,8 @@
 use crate::bounds::KEY_FILE_BYTES;
 use crate::digest::sha256_hex;
 use crate::names::{
-    REQUIRE_SIGNED_ENV, SIGN_ISSUER_TYPE_ENV, SIGN_KID_ENV, SIGN_NAMES, SIGN_SEED_ENV,
-    VERIFY_KID_ENV, VERIFY_NAMES, VERIFY_PUBLIC_KEY_ENV,
+    SIGN_ISSUER_TYPE_ENV, SIGN_KID_ENV, SIGN_NAMES, SIGN_SEED_ENV, VERIFY_KID_ENV, VERIFY_NAMES,
+    VERIFY_PUBLIC_KEY_ENV,
 };
 use crate::quote::printable;
 use crate::signature::{ALGORITHM, SignatureBlock, VALUE_PREFIX, statement};
@@ -210,6 +210,10 @@ impl Signer {
         }
     }
 
+    pub(crate) fn signing_key(&self) -> &SigningKey {
+        &self.key
+    }
+
     /// The signature block for a body with `body_digest`.
     pub fn sign(&self, body_digest: &str) -> SignatureBlock {
         let mut block = SignatureBlock {
@@ -325,6 +329,10 @@ impl VerifyKey {
             (VERIFY_KID_ENV.to_string(), self.kid.clone()),
             (VERIFY_PUBLIC_KEY_ENV.to_string(), self.public_key_base64()),
         ]
+    }
+
+    pub(crate) fn verifying_key(&self) -> &VerifyingKey {
+        &self.key
     }
 
     /// Checks `block` as the signature of a body whose digest is `body_digest`, naming the first
@@ -565,36 +573,4 @@ fn read_key_file(
         entries.push((name.to_string(), Zeroizing::new(value.to_string())));
     }
     Ok(entries)
-}
-
-/// Whether `RUNX_RECEIPT_REQUIRE_SIGNED` asks for signed receipts (`1`/`true`/`yes`; unset,
-/// empty, `0`/`false`/`no` do not).
-pub fn require_signed_from_env() -> Result<bool, KeyError> {
-    let Some(value) = std::env::var_os(REQUIRE_SIGNED_ENV) else {
-        return Ok(false);
-    };
-    match value
-        .to_str()
-        .map(|v| v.trim().to_ascii_lowercase())
-        .as_deref()
-    {
-        Some("" | "0" | "false" | "no") => Ok(false),
-        Some("1" | "true" | "yes") => Ok(true),
-        _ => Err(KeyError::Malformed {
-            name: REQUIRE_SIGNED_ENV,
-            problem: "is neither `1`/`true`/`yes` nor `0`/`false`/`no`".to_string(),
-        }),
-    }
-}
-
-/// Makes this process non-dumpable (Linux), so that processes of the same user, the cli-tool
-/// children among them, cannot read its environment or memory through `/proc` or `ptrace`,
-/// where a signing key given in the environment would be visible. A process with
-/// `CAP_SYS_PTRACE` (root) still can. Called once a signing key is loaded; failure is logged
-/// and not fatal (the key is never *given* to a child either way).
-pub fn guard_process() {
-    #[cfg(target_os = "linux")]
-    if let Err(e) = nix::sys::prctl::set_dumpable(false) {
-        tracing::warn!("cannot make runx non-dumpable: {e}");
-    }
 }

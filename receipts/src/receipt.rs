@@ -1,25 +1,30 @@
-//! Receipts: one `runx.receipt.v1` JSON file per run, sealed with a body digest and, when a
-//! signing key is configured, signed ([`crate::seal`]).
+//! What this runtime records of one run beyond runx's receipt: the engine, every limit, the
+//! digests of the inputs, output, bundle and pages, the process and its streams, the timings.
+//! It travels inside the run's `runx.receipt.v1` as `metadata.evidence`, named there by its
+//! digest in a signed reference ([`crate::runx`]), so it is covered by the receipt's signature.
 
-use crate::keys::Signer;
-use crate::signature::SignatureBlock;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
-/// The receipt schema name.
-pub const RECEIPT_SCHEMA: &str = "runx.receipt.v1";
 /// The schema name of a harness receipt: one `runx harness` run and the receipts of its cases.
-pub const HARNESS_RECEIPT_SCHEMA: &str = "runx.harness_receipt.v1";
+/// This runtime's own document, named apart from runx's.
+pub const HARNESS_RECEIPT_SCHEMA: &str = "runx-rs.harness_receipt.v1";
 
-/// What a run proves about itself.
+/// What a run records about itself, beside its runx receipt.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct Receipt {
-    /// Always [`RECEIPT_SCHEMA`].
+pub struct RunEvidence {
+    /// Always [`EVIDENCE_SCHEMA`](crate::runx::EVIDENCE_SCHEMA).
     pub schema: String,
     /// Unique per run: time, process and a counter.
     pub id: String,
+    /// The run's id as runx forms one (`run_<runner>_<16 hex>`): the same package, runner and
+    /// inputs give the same id.
+    #[serde(default)]
+    pub run_id: String,
+    /// The fixture case this run was, when a harness ran it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub case: Option<String>,
     /// The package's `skill:` name.
     pub skill: String,
     /// The package's `version:`.
@@ -74,13 +79,6 @@ pub struct Receipt {
     /// Bytes of console output dropped past the log bound.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub console_dropped_bytes: Option<u64>,
-    /// `sha256:<hex>` of the RFC 8785 canonical JSON of every other field but `signature`
-    /// ([`crate::seal::body_digest`]); set when the receipt is sealed.
-    #[serde(default)]
-    pub body_digest: Option<String>,
-    /// The signature over the body digest; `null` for an unsigned receipt.
-    #[serde(default)]
-    pub signature: Option<SignatureBlock>,
 }
 
 /// The JavaScript engine a run used.
@@ -154,6 +152,22 @@ pub enum Disposition {
     TimedOut,
     /// The run was interrupted and its workers and processes killed (`interrupted`).
     Killed,
+    /// The run was refused before it started: its inputs do not meet the runner's contract
+    /// (runx's `preflight_refused`).
+    Blocked,
+}
+
+impl Disposition {
+    /// The snake_case name, as receipts write it.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Disposition::Closed => "closed",
+            Disposition::Failed => "failed",
+            Disposition::TimedOut => "timed_out",
+            Disposition::Killed => "killed",
+            Disposition::Blocked => "blocked",
+        }
+    }
 }
 
 /// Where a paged run's records came from.
@@ -235,8 +249,8 @@ pub struct ProcessRecord {
     pub stderr: StreamRecord,
 }
 
-impl Receipt {
-    /// A unique receipt id: the time, this process and a counter.
+impl RunEvidence {
+    /// A unique id of a run: the time, this process and a counter.
     pub fn new_id(started_at_ms: u64) -> String {
         static COUNTER: AtomicU64 = AtomicU64::new(0);
         format!(
@@ -244,22 +258,6 @@ impl Receipt {
             std::process::id(),
             COUNTER.fetch_add(1, Ordering::Relaxed)
         )
-    }
-
-    /// Seals the receipt: sets its `body_digest` and, with a `signer`, its `signature`
-    /// (`null` without one: the receipt is unsigned).
-    pub fn seal(&mut self, signer: Option<&Signer>) {
-        let (body_digest, signature) = crate::seal::seal(self, signer);
-        self.body_digest = body_digest;
-        self.signature = signature;
-    }
-
-    /// Writes the receipt as `<dir>/<id>.json`, creating `dir` when needed, atomically: the
-    /// file appears whole or not at all ([`write_new`](crate::write_new)).
-    pub fn write(&self, dir: &Path) -> std::io::Result<PathBuf> {
-        let mut text = serde_json::to_vec_pretty(self).map_err(std::io::Error::other)?;
-        text.push(b'\n');
-        crate::durable::write_new(dir, &format!("{}.json", self.id), &text)
     }
 }
 

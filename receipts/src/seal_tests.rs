@@ -337,9 +337,9 @@ fn key_files_hold_the_same_values_and_are_checked() {
     assert!(e.to_string().contains(SIGN_KID_ENV), "{e}");
 }
 
-fn receipt_with_timings(values: [f64; 6]) -> Receipt {
-    Receipt {
-        schema: RECEIPT_SCHEMA.to_string(),
+fn evidence_with_timings(values: [f64; 6]) -> RunEvidence {
+    RunEvidence {
+        schema: crate::EVIDENCE_SCHEMA.to_string(),
         id: "1-2-3".to_string(),
         limits: BTreeMap::from([("huge".to_string(), u64::MAX)]),
         artifact: Some(ArtifactProvenance {
@@ -353,37 +353,57 @@ fn receipt_with_timings(values: [f64; 6]) -> Receipt {
             },
             ..ArtifactProvenance::default()
         }),
-        ..Receipt::default()
+        ..RunEvidence::default()
     }
 }
 
+fn receipt_of(evidence: &RunEvidence, signer: Option<&Signer>) -> Value {
+    let h = sha256_hex(b"x");
+    let mut doc = crate::runx::skill_receipt(&crate::runx::SkillRun {
+        skill: "s".into(),
+        runner: "r".into(),
+        run_id: "run_r_0".into(),
+        harness_id: "hrn_run_r_0_r".into(),
+        seal: crate::runx::SealParts {
+            disposition: "closed".into(),
+            reason_code: "process_closed".into(),
+            summary: "javascript r completed".into(),
+            closed_at: "2026-12-01T00:00:00.000Z".into(),
+        },
+        commitments: Vec::new(),
+        intent_key: h.clone(),
+        trigger_fingerprint: h.clone(),
+        content_hash: h.clone(),
+        profile_hash: h,
+        execution_boundary: None,
+        evidence: as_written(evidence).expect("evidence"),
+    });
+    crate::runx::seal(&mut doc, signer);
+    doc
+}
+
 proptest! {
-    /// The digest sealed into a receipt is the one a reader of its file computes, whatever
-    /// floats it holds (serde_json does not parse every float back exactly; both sides parse
-    /// the same text).
+    /// The evidence a receipt names by digest is the evidence a reader of its file finds,
+    /// whatever floats it holds (serde_json does not parse every float back exactly; both
+    /// sides parse the same text).
     #[test]
-    fn the_sealed_digest_is_the_one_its_file_gives(values in proptest::array::uniform6(any::<f64>().prop_filter("finite", |f| f.is_finite()))) {
-        let mut receipt = receipt_with_timings(values);
-        receipt.seal(Some(&signer()));
-        let text = serde_json::to_string_pretty(&receipt).expect("json");
+    fn the_evidence_digest_is_the_one_its_file_gives(values in proptest::array::uniform6(any::<f64>().prop_filter("finite", |f| f.is_finite()))) {
+        let doc = receipt_of(&evidence_with_timings(values), Some(&signer()));
+        let text = serde_json::to_string_pretty(&doc).expect("json");
         let read: Value = serde_json::from_str(&text).expect("parse");
-        prop_assert_eq!(body_digest(&read), receipt.body_digest.clone());
-        let block = receipt.signature.clone().expect("signed");
-        prop_assert_eq!(signer().verify_key().verify(&receipt.body_digest.clone().expect("digest"), &block), Ok(()));
+        let v = crate::runx::verdict(&read, &crate::Trust::Key(signer().verify_key()));
+        prop_assert!(v.valid, "{:?}", v);
     }
 }
 
 #[test]
-fn sealing_ignores_an_earlier_seal_and_unsigned_has_no_signature() {
-    let mut receipt = receipt_with_timings([0.1, 0.2, 0.30000000000000004, 1e-7, 1e21, 5.0]);
-    receipt.seal(None);
-    let first = receipt.body_digest.clone();
-    assert!(first.is_some());
-    assert_eq!(receipt.signature, None);
-    receipt.seal(Some(&signer()));
-    assert_eq!(
-        receipt.body_digest, first,
-        "the seal is not part of the body"
-    );
-    assert!(receipt.signature.is_some());
+fn sealing_again_gives_the_same_receipt() {
+    let evidence = evidence_with_timings([0.1, 0.2, 0.30000000000000004, 1e-7, 1e21, 5.0]);
+    let mut doc = receipt_of(&evidence, None);
+    let first = doc.clone();
+    crate::runx::seal(&mut doc, None);
+    assert_eq!(doc, first, "the seal is not part of what it seals");
+    crate::runx::seal(&mut doc, Some(&signer()));
+    assert_ne!(doc["digest"], first["digest"], "the issuer is in the body");
+    assert_eq!(doc["issuer"]["kid"], signer().kid());
 }

@@ -1,17 +1,21 @@
 //! Checking receipt files offline: what `runx receipt verify` runs.
 //!
-//! A file verifies when it is a JSON object without duplicate keys, meets the JSON Schema of
-//! its `schema` (`runx.receipt.v1` or `runx.harness_receipt.v1`, in `receipts/schemas/`), its
-//! recomputed body digest equals its `body_digest`, and its signature verifies with the
-//! verification key ([`VerifyKey::verify`]). A harness receipt also needs every case receipt
-//! it lists to lie beside it, have the digest it records, and verify in turn. The first check
-//! that fails is reported with its [`Check`] and a message saying what differs.
+//! A file verifies when it is a JSON object without duplicate keys and then, by its `schema`:
+//! - a `runx.receipt.v1` has runx's verdict `valid` ([`crate::runx::verdict`]): field rules,
+//!   digest, content address, signature (with the verification key, or a local-development
+//!   signature when the trust allows it) and this runtime's evidence;
+//! - a `runx-rs.harness_receipt.v1` meets its JSON Schema, its recomputed body digest equals its
+//!   `body_digest` and its signature verifies with the key ([`VerifyKey::verify`]; under local
+//!   development trust it may be unsigned), and every case receipt it lists lies beside it, has
+//!   the digest it records and verifies in turn.
+//!
+//! The first check that fails is reported with its [`Check`] and a message saying what differs.
 
 use crate::bounds::{RECEIPT_BYTES, RECEIPT_VALUES};
 use crate::digest::digest;
-use crate::keys::{SignatureCheck, VerifyKey};
-use crate::quote::printable;
-use crate::receipt::{HARNESS_RECEIPT_SCHEMA, RECEIPT_SCHEMA};
+use crate::keys::SignatureCheck;
+use crate::receipt::HARNESS_RECEIPT_SCHEMA;
+use crate::runx::{RECEIPT_SCHEMA, Trust, verdict};
 use crate::seal::body_digest;
 use crate::signature::SignatureBlock;
 use crate::strict::parse_unique;
@@ -20,10 +24,6 @@ use serde_json::Value;
 use std::io::Read;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
-use std::sync::OnceLock;
-
-/// Schema violations quoted in one message.
-const MAX_SCHEMA_ERRORS: usize = 3;
 
 /// The check a receipt failed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -53,6 +53,12 @@ pub enum Check {
     Signature,
     /// A case receipt a harness receipt lists is missing, differs or does not verify.
     Cases,
+    /// The receipt's `id` is not its content address.
+    ContentAddress,
+    /// A receipt field breaks one of runx's rules the schema alone does not state.
+    Structure,
+    /// This runtime's evidence in the receipt is not the document its signed act names.
+    Evidence,
 }
 
 impl Check {
@@ -70,6 +76,9 @@ impl Check {
             Check::IssuerType => "issuer_type",
             Check::Signature => "signature",
             Check::Cases => "cases",
+            Check::ContentAddress => "content_address",
+            Check::Structure => "structure",
+            Check::Evidence => "evidence",
         }
     }
 }
@@ -239,29 +248,34 @@ pub fn read_receipt(path: &Path) -> Result<Value, Problem> {
     Ok(value)
 }
 
-/// Verifies the receipt file at `path` with `key`.
-pub fn verify_file(path: &Path, key: &VerifyKey) -> Verdict {
+/// Verifies the receipt file at `path` with `trust`.
+pub fn verify_file(path: &Path, trust: &Trust) -> Verdict {
     let doc = match read_receipt(path) {
         Ok(d) => d,
         Err(p) => return Verdict::refused(path, p),
     };
-    let text = |k: &str| doc.get(k).and_then(Value::as_str).map(str::to_string);
+    let text = |p: &str| doc.pointer(p).and_then(Value::as_str).map(str::to_string);
+    let runx = text("/schema").as_deref() == Some(RECEIPT_SCHEMA);
     let mut verdict = Verdict {
         path: path.to_path_buf(),
-        schema: text("schema"),
-        body_digest: text("body_digest"),
-        kid: doc
-            .get("signature")
-            .and_then(|s| s.get("kid"))
-            .and_then(Value::as_str)
-            .map(str::to_string),
+        schema: text("/schema"),
+        body_digest: if runx {
+            text("/digest")
+        } else {
+            text("/body_digest")
+        },
+        kid: if runx {
+            text("/issuer/kid")
+        } else {
+            text("/signature/kid")
+        },
         cases: Vec::new(),
         problem: None,
     };
-    let checked = check_sealed(&doc, key).and_then(|()| {
+    let checked = check_sealed(&doc, trust).and_then(|()| {
         if verdict.schema.as_deref() == Some(HARNESS_RECEIPT_SCHEMA) {
             verdict.cases = case_names(&doc);
-            check_cases(path, &doc, key)
+            check_cases(path, &doc, trust)
         } else {
             Ok(())
         }
@@ -270,8 +284,15 @@ pub fn verify_file(path: &Path, key: &VerifyKey) -> Verdict {
     verdict
 }
 
-/// Schema, body digest and signature of one receipt document.
-pub fn check_sealed(doc: &Value, key: &VerifyKey) -> Result<(), Problem> {
+/// Schema, seal and signature of one receipt document, by its `schema`.
+pub fn check_sealed(doc: &Value, trust: &Trust) -> Result<(), Problem> {
+    if doc.get("schema").and_then(Value::as_str) == Some(RECEIPT_SCHEMA) {
+        let v = verdict(doc, trust);
+        return match v.first_problem() {
+            None => Ok(()),
+            Some((code, message)) => Err(Problem::new(check_of(code), message)),
+        };
+    }
     check_schema(doc)?;
     let recorded = doc
         .get("body_digest")
@@ -285,85 +306,45 @@ pub fn check_sealed(doc: &Value, key: &VerifyKey) -> Result<(), Problem> {
         ));
     }
     let signature = doc.get("signature").cloned().unwrap_or(Value::Null);
-    if signature.is_null() {
-        return Err(Problem::new(
+    match (trust, signature.is_null()) {
+        // Local development proves integrity only: an unsigned harness receipt passes.
+        (Trust::LocalDevelopment | Trust::KeyOrLocal(_), true) => Ok(()),
+        (Trust::LocalDevelopment, false) => Err(Problem::new(
+            Check::Signature,
+            "the receipt is signed with a key; verify it with that key, not as local development",
+        )),
+        (Trust::Key(_), true) => Err(Problem::new(
             Check::Unsigned,
             "the receipt is unsigned (no signing key was configured when it was written)",
-        ));
-    }
-    // The schema has checked the block's shape.
-    let block: SignatureBlock = serde_json::from_value(signature)
-        .map_err(|e| Problem::new(Check::Schema, format!("signature: {e}")))?;
-    key.verify(recorded, &block)
-        .map_err(|(check, message)| Problem::new(check.into(), message))
-}
-
-/// Checks `doc` against the JSON Schema its `schema` field names.
-pub fn check_schema(doc: &Value) -> Result<(), Problem> {
-    let name = doc
-        .get("schema")
-        .and_then(Value::as_str)
-        .unwrap_or_default();
-    let validator = match name {
-        RECEIPT_SCHEMA => receipt_validator(),
-        HARNESS_RECEIPT_SCHEMA => harness_validator(),
-        other => {
-            return Err(Problem::new(
-                Check::Schema,
-                format!(
-                    "schema `{}` is not one runx verifies ({RECEIPT_SCHEMA}, {HARNESS_RECEIPT_SCHEMA})",
-                    printable(other)
-                ),
-            ));
+        )),
+        (Trust::Key(key) | Trust::KeyOrLocal(key), false) => {
+            // The schema has checked the block's shape.
+            let block: SignatureBlock = serde_json::from_value(signature)
+                .map_err(|e| Problem::new(Check::Schema, format!("signature: {e}")))?;
+            key.verify(recorded, &block)
+                .map_err(|(check, message)| Problem::new(check.into(), message))
         }
-    };
-    let validator = validator
-        .as_ref()
-        .map_err(|e| Problem::new(Check::Schema, e.clone()))?;
-    let parts: Vec<String> = validator
-        .iter_errors(doc)
-        .take(MAX_SCHEMA_ERRORS)
-        .map(|e| {
-            let at = e.instance_path.as_str();
-            let at = if at.is_empty() { "the receipt" } else { at };
-            format!("at {}: {}", printable(at), printable(&e.to_string()))
-        })
-        .collect();
-    if parts.is_empty() {
-        Ok(())
-    } else {
-        Err(Problem::new(
-            Check::Schema,
-            format!("does not meet {name}: {}", parts.join("; ")),
-        ))
     }
 }
 
-type Compiled = Result<jsonschema::Validator, String>;
-
-fn compile(text: &str, name: &str) -> Compiled {
-    let schema: Value = serde_json::from_str(text).map_err(|e| format!("{name}: {e}"))?;
-    jsonschema::validator_for(&schema).map_err(|e| format!("{name}: {e}"))
+/// The check a runx verdict's finding code belongs to.
+fn check_of(code: &str) -> Check {
+    match code {
+        "receipt_parse_error" => Check::Schema,
+        "seal_digest_mismatch" => Check::Body,
+        "content_address_mismatch" => Check::ContentAddress,
+        "evidence_digest_mismatch" => Check::Evidence,
+        "signature_unsupported_issuer" => Check::IssuerType,
+        "signature_key_missing" => Check::KeyId,
+        "signature_key_hash_mismatch" => Check::PublicKey,
+        "signature_malformed" | "signature_invalid" => Check::Signature,
+        _ => Check::Structure,
+    }
 }
 
-fn receipt_validator() -> &'static Compiled {
-    static V: OnceLock<Compiled> = OnceLock::new();
-    V.get_or_init(|| {
-        compile(
-            include_str!("../schemas/runx.receipt.v1.json"),
-            RECEIPT_SCHEMA,
-        )
-    })
-}
-
-fn harness_validator() -> &'static Compiled {
-    static V: OnceLock<Compiled> = OnceLock::new();
-    V.get_or_init(|| {
-        compile(
-            include_str!("../schemas/runx.harness_receipt.v1.json"),
-            HARNESS_RECEIPT_SCHEMA,
-        )
-    })
+/// The receipt meets the JSON Schema of its `schema`.
+pub fn check_schema(doc: &Value) -> Result<(), Problem> {
+    crate::schemas::schema_errors(doc).map_err(|m| Problem::new(Check::Schema, m))
 }
 
 fn case_names(doc: &Value) -> Vec<String> {
@@ -381,7 +362,7 @@ fn case_names(doc: &Value) -> Vec<String> {
 
 /// Every case receipt a (verified) harness receipt lists lies beside it, has the recorded
 /// digest and verifies.
-fn check_cases(path: &Path, doc: &Value, key: &VerifyKey) -> Result<(), Problem> {
+fn check_cases(path: &Path, doc: &Value, trust: &Trust) -> Result<(), Problem> {
     let dir = path.parent().unwrap_or(Path::new("."));
     let cases = doc.get("cases").and_then(Value::as_array);
     for case in cases.into_iter().flatten() {
@@ -419,7 +400,7 @@ fn check_cases(path: &Path, doc: &Value, key: &VerifyKey) -> Result<(), Problem>
                 format!("{label}: {file} is not a {RECEIPT_SCHEMA}"),
             ));
         }
-        check_sealed(&case_doc, key).map_err(|p| {
+        check_sealed(&case_doc, trust).map_err(|p| {
             Problem::new(
                 Check::Cases,
                 format!(

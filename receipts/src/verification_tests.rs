@@ -10,41 +10,54 @@ fn signer(seed: u8, kid: &str) -> Signer {
     Signer::new(kid, &seed, "ci").expect("signer")
 }
 
-fn key() -> VerifyKey {
-    signer(1, "key-1").verify_key()
+fn key() -> Trust {
+    Trust::Key(signer(1, "key-1").verify_key())
 }
 
-/// A receipt as a sealed javascript run writes it.
-fn receipt(id: &str, signer: Option<&Signer>) -> Receipt {
-    let mut r = Receipt {
-        schema: RECEIPT_SCHEMA.to_string(),
-        id: id.to_string(),
+/// A receipt as a sealed javascript run writes it; `tag` makes it one of its own.
+fn receipt(tag: &str, signer: Option<&Signer>) -> Value {
+    let h = |s: &str| sha256_hex(s.as_bytes());
+    let evidence = RunEvidence {
+        schema: EVIDENCE_SCHEMA.to_string(),
+        id: tag.to_string(),
         skill: "hello".to_string(),
         version: "1.0.0".to_string(),
         runner: "greet".to_string(),
         runner_type: Some("javascript".to_string()),
         status: RunStatus::Sealed,
-        failure: None,
-        input_digest: Some(sha256_hex(b"in")),
-        output_digest: Some(sha256_hex(b"out")),
-        bundle_digest: Some(sha256_hex(b"bundle")),
+        input_digest: Some(h("in")),
+        output_digest: Some(h("out")),
         runx_version: RUNX_VERSION.to_string(),
-        engine: Some(EngineRecord {
-            name: "quickjs".to_string(),
-            version: "test".to_string(),
-        }),
-        profile_digest: Some(sha256_hex(b"X.yaml")),
         limits: BTreeMap::from([("heap_bytes".to_string(), 64 << 20)]),
         duration_ms: 12,
         started_at_ms: 1_700_000_000_000,
-        ..Receipt::default()
+        ..RunEvidence::default()
     };
-    r.seal(signer);
+    let mut r = runx::skill_receipt(&runx::SkillRun {
+        skill: "hello".to_string(),
+        runner: "greet".to_string(),
+        run_id: format!("run_greet_{tag}"),
+        harness_id: format!("hrn_run_greet_{tag}_greet"),
+        seal: runx::SealParts {
+            disposition: "closed".to_string(),
+            reason_code: "process_closed".to_string(),
+            summary: "javascript greet completed".to_string(),
+            closed_at: "2026-12-01T00:00:00.012Z".to_string(),
+        },
+        commitments: Vec::new(),
+        intent_key: h("intent"),
+        trigger_fingerprint: h(tag),
+        content_hash: h("out"),
+        profile_hash: h("profile"),
+        execution_boundary: Some("deterministic_worker"),
+        evidence: as_written(&evidence).expect("evidence"),
+    });
+    runx::seal(&mut r, signer);
     r
 }
 
-fn write(dir: &Path, r: &Receipt) -> PathBuf {
-    r.write(dir).expect("write")
+fn write(dir: &Path, r: &Value) -> PathBuf {
+    runx::write(dir, r).expect("write")
 }
 
 fn problem(path: &Path) -> Option<Check> {
@@ -102,26 +115,38 @@ type Change = Box<dyn Fn(&mut Value)>;
 fn each_kind_of_change_is_named() {
     let dir = tempfile::tempdir().expect("tempdir");
     let good = receipt("r1", Some(&signer(1, "key-1")));
-    let doc = as_written(&good).expect("json");
+    let doc = good;
     let cases: Vec<(&str, Change, Check)> = vec![
         (
-            "status",
-            Box::new(|d| d["skill"] = json!("other")),
+            "seal",
+            Box::new(|d| d["seal"]["reason_code"] = json!("other")),
             Check::Body,
         ),
         (
-            "limits",
-            Box::new(|d| d["limits"]["heap_bytes"] = json!(1)),
-            Check::Body,
+            "evidence",
+            Box::new(|d| d["metadata"]["evidence"]["limits"]["heap_bytes"] = json!(1)),
+            Check::Evidence,
+        ),
+        (
+            "evidence removed",
+            Box::new(|d| {
+                d.as_object_mut().expect("object").remove("metadata");
+            }),
+            Check::Evidence,
         ),
         (
             "added field",
             Box::new(|d| d["note"] = json!("hi")),
+            Check::Schema,
+        ),
+        (
+            "digest",
+            Box::new(|d| d["digest"] = json!(sha256_hex(b"x"))),
             Check::Body,
         ),
         (
-            "body digest",
-            Box::new(|d| d["body_digest"] = json!(sha256_hex(b"x"))),
+            "id",
+            Box::new(|d| d["id"] = json!(sha256_hex(b"x"))),
             Check::Body,
         ),
         (
@@ -135,23 +160,18 @@ fn each_kind_of_change_is_named() {
         ),
         (
             "key id",
-            Box::new(|d| d["signature"]["kid"] = json!("key-2")),
-            Check::KeyId,
-        ),
-        (
-            "public key",
-            Box::new(|d| d["signature"]["public_key_sha256"] = json!(sha256_hex(b"k"))),
-            Check::PublicKey,
+            Box::new(|d| d["issuer"]["kid"] = json!("key-2")),
+            Check::Body,
         ),
         (
             "algorithm",
             Box::new(|d| d["signature"]["alg"] = json!("none")),
-            Check::Algorithm,
+            Check::Schema,
         ),
         (
             "issuer type",
-            Box::new(|d| d["signature"]["issuer_type"] = json!("hosted")),
-            Check::Signature,
+            Box::new(|d| d["issuer"]["type"] = json!("verifier")),
+            Check::Body,
         ),
         (
             "a field added to the signature block",
@@ -159,17 +179,19 @@ fn each_kind_of_change_is_named() {
             Check::Schema,
         ),
         (
-            "the signature value padded",
+            "a local-development signature in place of the key's",
             Box::new(|d| {
-                let v = d["signature"]["value"].as_str().expect("value").to_string();
-                d["signature"]["value"] = json!(format!("{v}=="));
+                let digest = d["digest"].as_str().expect("digest").to_string();
+                d["signature"]["value"] = json!(format!("sig:{digest}"));
             }),
-            Check::Schema,
+            Check::Signature,
         ),
         (
             "unsigned",
-            Box::new(|d| d["signature"] = Value::Null),
-            Check::Unsigned,
+            Box::new(|d| {
+                d.as_object_mut().expect("object").remove("signature");
+            }),
+            Check::Schema,
         ),
         (
             "schema name",
@@ -177,23 +199,14 @@ fn each_kind_of_change_is_named() {
             Check::Schema,
         ),
         (
-            "status word",
-            Box::new(|d| d["status"] = json!("ok")),
+            "a disposition runx does not have",
+            Box::new(|d| d["seal"]["disposition"] = json!("ok")),
             Check::Schema,
         ),
         (
-            "old receipt",
-            Box::new(|d| {
-                let o = d.as_object_mut().expect("object");
-                o.remove("body_digest");
-                o.remove("signature");
-            }),
-            Check::Schema,
-        ),
-        (
-            "sealed with a failure",
-            Box::new(|d| d["failure"] = json!({"kind": "exit", "code": "exit_1", "message": ""})),
-            Check::Schema,
+            "a child that is not a receipt",
+            Box::new(|d| d["lineage"]["children"] = json!([{"type": "act", "uri": "runx:act:x"}])),
+            Check::Structure,
         ),
     ];
     for (what, change, expected) in cases {
@@ -208,14 +221,18 @@ fn each_kind_of_change_is_named() {
 }
 
 #[test]
-fn unsigned_receipts_are_sealed_but_do_not_verify() {
+fn receipts_without_a_key_verify_as_local_development_only() {
     let dir = tempfile::tempdir().expect("tempdir");
     let r = receipt("r1", None);
-    assert!(r.body_digest.is_some());
     let path = write(dir.path(), &r);
-    assert_eq!(problem(&path), Some(Check::Unsigned));
-    let text = std::fs::read_to_string(&path).expect("read");
-    assert!(text.contains("\"signature\": null"), "{text}");
+    assert_eq!(problem(&path), Some(Check::IssuerType));
+    let v = verify_file(&path, &Trust::LocalDevelopment);
+    assert!(v.verified(), "{v:?}");
+    assert_eq!(v.kid.as_deref(), Some(runx::LOCAL_KID));
+    // A key's receipt is not accepted as local development.
+    let keyed = write(dir.path(), &receipt("r2", Some(&signer(1, "key-1"))));
+    let p = verify_file(&keyed, &Trust::LocalDevelopment).problem;
+    assert_eq!(p.map(|p| p.check), Some(Check::Signature));
 }
 
 #[test]
@@ -235,7 +252,11 @@ fn hostile_files_are_refused_without_hanging_or_overflowing() {
             .expect("read");
     // A duplicate key: serde_json would keep the last, other readers the first.
     let dup = dir.path().join("dup.json");
-    std::fs::write(&dup, good.replacen("{", "{\n  \"status\": \"failure\",", 1)).expect("write");
+    std::fs::write(
+        &dup,
+        good.replacen("{", "{\n  \"digest\": \"sha256:00\",", 1),
+    )
+    .expect("write");
     let v = verify_file(&dup, &key());
     assert_eq!(
         v.problem.as_ref().map(|p| p.check),
@@ -246,7 +267,7 @@ fn hostile_files_are_refused_without_hanging_or_overflowing() {
         v.problem
             .expect("p")
             .message
-            .contains("duplicate key `status`")
+            .contains("duplicate key `digest`")
     );
 
     let deep = dir.path().join("deep.json");

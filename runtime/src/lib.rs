@@ -73,6 +73,7 @@ mod packages;
 mod plan;
 mod pools;
 mod progress;
+mod receipt;
 mod record;
 mod report;
 mod runner;
@@ -94,8 +95,11 @@ pub use pools::{
     current_exe_worker, discover_worker, engines_built, worker_main,
 };
 pub use progress::{PageProgress, ProgressSink};
+pub use receipt::run_id;
 pub use record::{Closure, engine_record};
-pub use report::{console_json, describe_json, plan_json, refused_json, run_json, stderr_json};
+pub use report::{
+    SKILL_RUN_SCHEMA, console_json, describe_json, plan_json, refused_json, run_json, stderr_json,
+};
 pub use runner::cli_tool::WORKSPACE_CWD_TOKEN;
 pub use runtime::{RunOutcome, RunRequest, Runtime, default_workspace};
 /// The cancellation token of one run ([`RunRequest::cancel`]).

@@ -5,7 +5,7 @@ use crate::failure::{FailureKind, RunError};
 use crate::runner::step::Provenance;
 use runx_profile::{JS_WALL, RunnerType};
 use runx_receipts::{
-    Disposition, EngineRecord, RECEIPT_SCHEMA, RUNX_VERSION, Receipt, RunStatus, SEALED_STATE,
+    Disposition, EVIDENCE_SCHEMA, EngineRecord, RUNX_VERSION, RunEvidence, RunStatus, SEALED_STATE,
     digest,
 };
 use serde_json::Value;
@@ -30,14 +30,17 @@ pub struct Closure {
 
 impl Closure {
     /// The closure of a run that ended with `result`: sealed → `closed`/`process_closed`;
-    /// inputs refused before start → `failed`/`input_contract_invalid`; the wall-clock limit →
+    /// inputs refused before start → `blocked`/`preflight_refused` (as runx refuses a direct
+    /// run), or `failed`/`input_contract_invalid` in a fixture `case` (as runx's harness
+    /// closes one); the wall-clock limit →
     /// `timed_out`/`process_timed_out`; interrupted → `killed`/`process_killed`; any other
     /// failure → `failed`/`process_failed`.
-    pub fn of(result: &Result<serde_json::Value, RunError>) -> Closure {
+    pub fn of(result: &Result<serde_json::Value, RunError>, case: bool) -> Closure {
         let (disposition, reason_code) = match result {
             Ok(_) => (Disposition::Closed, "process_closed"),
             Err(e) => match e.kind {
-                FailureKind::Input => (Disposition::Failed, "input_contract_invalid"),
+                FailureKind::Input if case => (Disposition::Failed, "input_contract_invalid"),
+                FailureKind::Input => (Disposition::Blocked, "preflight_refused"),
                 FailureKind::ResourceLimit if e.code == JS_WALL.name => {
                     (Disposition::TimedOut, "process_timed_out")
                 }
@@ -60,19 +63,22 @@ pub fn engine_record(name: &str) -> EngineRecord {
     }
 }
 
-/// The receipt of a run that ended with `result`, unsealed. The artifact and process records
-/// move from `provenance` into it.
-pub(crate) fn receipt_of(
+/// The evidence of a run that ended with `result`. The artifact and process records move from
+/// `provenance` into it.
+pub(crate) fn evidence_of(
     identity: Identity,
+    case: Option<&str>,
     provenance: &mut Provenance,
     result: &Result<Value, RunError>,
     started_at_ms: u64,
     duration_ms: u64,
-) -> Receipt {
-    let closure = Closure::of(result);
-    Receipt {
-        schema: RECEIPT_SCHEMA.to_string(),
-        id: Receipt::new_id(started_at_ms),
+) -> RunEvidence {
+    let closure = Closure::of(result, case.is_some());
+    RunEvidence {
+        schema: EVIDENCE_SCHEMA.to_string(),
+        id: RunEvidence::new_id(started_at_ms),
+        run_id: String::new(),
+        case: case.map(str::to_string),
         skill: identity.skill,
         version: identity.version,
         runner: identity.runner,
@@ -99,7 +105,5 @@ pub(crate) fn receipt_of(
         process: provenance.process.take(),
         console_dropped_bytes: (provenance.log.dropped_bytes > 0)
             .then_some(provenance.log.dropped_bytes),
-        body_digest: None,
-        signature: None,
     }
 }

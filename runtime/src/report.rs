@@ -12,21 +12,64 @@ use runx_profile::{AppliedLimits, InputDecl, PRINTED_TEXT_BYTES, Profile, Runner
 use runx_worker::ConsoleLog;
 use serde_json::{Map, Value, json};
 
-/// The result of a run: `{"status", "skill", "runner", "output", "receipt", "error",
-/// "console", "stderr"}`, where `error` is `{"kind", "code", "message"}` or `null`, `console`
-/// the module's console lines ([`console_json`]) and `stderr` a cli-tool's stderr
-/// ([`stderr_json`]; `null` for a javascript runner).
+/// The schema name of a run's result, as runx names it.
+pub const SKILL_RUN_SCHEMA: &str = "runx.skill_run.v1";
+
+/// The result of a run: runx's `runx.skill_run.v1` envelope, with this runtime's additions.
+///
+/// runx's keys: `schema`; `status`, `sealed` whenever the run's receipt was written, whatever
+/// the run's outcome (as runx says it: a failed run is sealed too, its failure in the
+/// closure), else `failure`; `skill_name`, `runner`, `run_id`, `receipt_id`; `closure`
+/// (`disposition`, `reason_code`, `summary`, `closed_at`, from the receipt's seal); `result`
+/// (the output, `null` when the run failed); `outcome` (`completed`, `failed` or `blocked`);
+/// `next` (`null`: a run here never waits); and, only when the run failed, `error`: runx's
+/// `exit_code` (a cli-tool's exit status, else `null`) and `message`, with this runtime's
+/// typed `kind` and `code`. Added: `receipt_path` (where the receipt was written), `console`
+/// (the module's console lines, [`console_json`]) and `stderr` (a cli-tool's stderr,
+/// [`stderr_json`]; `null` for a javascript runner).
 pub fn run_json(o: &RunOutcome) -> Value {
-    json!({
-        "status": o.status(),
-        "skill": o.skill,
-        "runner": o.runner,
-        "output": o.output(),
-        "receipt": o.receipt_path.as_ref().map(|p| p.display().to_string()),
-        "error": o.error(),
+    let written = o.receipt_path.is_some();
+    let seal = &o.receipt["seal"];
+    let closure = written.then(|| {
+        json!({
+            "disposition": seal["disposition"], "reason_code": seal["reason_code"],
+            "summary": seal["summary"], "closed_at": seal["closed_at"],
+        })
+    });
+    let outcome = match (&o.result, seal["disposition"].as_str()) {
+        (Ok(_), _) => "completed",
+        (Err(_), Some("blocked")) if written => "blocked",
+        (Err(_), _) => "failed",
+    };
+    let named = |s: &str| (!s.is_empty()).then(|| s.to_string());
+    let mut v = json!({
+        "schema": SKILL_RUN_SCHEMA,
+        "status": if written { "sealed" } else { "failure" },
+        "skill_name": named(&o.skill),
+        "runner": named(&o.runner),
+        "run_id": named(&o.evidence.run_id).filter(|_| !o.skill.is_empty()),
+        "receipt_id": written.then(|| o.receipt["id"].clone()),
+        "closure": closure,
+        "result": o.output(),
+        "outcome": outcome,
+        "next": null,
+        "receipt_path": o.receipt_path.as_ref().map(|p| p.display().to_string()),
         "console": console_json(&o.log),
         "stderr": o.stderr.as_ref().map(stderr_json),
-    })
+    });
+    if let Some(e) = o.error() {
+        // The tool's exit status, when the tool's exit is the failure.
+        let exit_code = o
+            .evidence
+            .process
+            .as_ref()
+            .and_then(|p| p.exit_code)
+            .filter(|_| e.kind == crate::failure::FailureKind::Exit);
+        v["error"] = json!({
+            "exit_code": exit_code, "message": e.message, "kind": e.kind, "code": e.code,
+        });
+    }
+    v
 }
 
 /// A dry run ([`crate::Runtime::plan`]): `{"dry_run": true, "status", "skill", "runner", "plan",
@@ -48,13 +91,11 @@ pub fn plan_json(o: &PlanOutcome) -> Value {
     })
 }
 
-/// The result for a request refused before any run (no package loaded, no receipt): the same
-/// keys as [`run_json`].
+/// The result for a request refused before any run (no package loaded, no receipt), as runx
+/// prints one: `{"status": "failure", "error": {"code", "message"}}`, the error with this
+/// runtime's `kind` too, and the runner asked for.
 pub fn refused_json(runner: Option<&str>, error: &RunError) -> Value {
-    json!({
-        "status": "failure", "skill": null, "runner": runner,
-        "output": null, "receipt": null, "error": error, "console": null, "stderr": null,
-    })
+    json!({ "status": "failure", "runner": runner, "error": error })
 }
 
 /// Printed bytes of each stream.

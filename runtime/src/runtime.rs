@@ -7,12 +7,16 @@ use crate::failure::{FailureKind, RunError};
 use crate::packages::Packages;
 use crate::pools::{DEFAULT_ENGINE, Workers, discover_worker};
 use crate::progress::ProgressSink;
-use crate::record::{Identity, engine_record, receipt_of};
+use crate::receipt::{run_id, runx_receipt_of};
+use crate::record::{Identity, engine_record, evidence_of};
 use crate::runner::dispatch;
 use crate::runner::step::{Produced, Ran, RunContext, Step};
 use crate::subprocess::Capture;
 use runx_profile::{Profile, Runner, check_outputs, resolve_inputs};
-use runx_receipts::{EngineRecord, RECEIPT_DIR_ENV, Receipt, RunStatus, Signer, VerifyKey, now_ms};
+use runx_receipts::runx;
+use runx_receipts::{
+    EngineRecord, RECEIPT_DIR_ENV, RunEvidence, RunStatus, Signer, VerifyKey, now_ms,
+};
 use runx_worker::{CancelToken, ConsoleLog, WorkerCommand};
 use serde_json::{Map, Value};
 use std::path::PathBuf;
@@ -38,6 +42,10 @@ pub struct RunRequest {
     /// Cancels this run alone: its worker or process group is killed and it ends
     /// `interrupted` (with a receipt). [`Runtime::interrupt`] cancels it too.
     pub cancel: CancelToken,
+    /// The fixture case this run is, when a harness runs it. As in runx, the receipt's harness
+    /// id is then `hrn_<case>_<runner>`, and inputs the runner refuses close the run
+    /// `failed`/`input_contract_invalid` (a direct run is refused `blocked`/`preflight_refused`).
+    pub case: Option<String>,
 }
 
 impl RunRequest {
@@ -53,6 +61,7 @@ impl RunRequest {
             receipt_dir: None,
             progress: None,
             cancel: CancelToken::new(),
+            case: None,
         }
     }
 
@@ -82,8 +91,10 @@ pub struct RunOutcome {
     pub runner: String,
     /// The output when sealed, the failure otherwise.
     pub result: Result<Value, RunError>,
-    /// The receipt as written (or as it would have been, when it was not).
-    pub receipt: Receipt,
+    /// What this runtime recorded of the run (carried inside the receipt).
+    pub evidence: RunEvidence,
+    /// The sealed `runx.receipt.v1` as written (or as it would have been, when it was not).
+    pub receipt: Value,
     /// Where the receipt was written. `None` when the package did not load (there is no skill
     /// to name, so no receipt is written) or when the receipt could not be written.
     pub receipt_path: Option<PathBuf>,
@@ -270,21 +281,24 @@ impl Runtime {
             result = Err(RunError::interrupted());
         }
         let duration_ms = runx_profile::millis(started.elapsed());
-        let mut receipt = receipt_of(
+        let mut evidence = evidence_of(
             identity,
+            req.case.as_deref(),
             &mut provenance,
             &result,
             started_at_ms,
             duration_ms,
         );
-        receipt.seal(self.signer.as_ref());
+        evidence.run_id = run_id(&evidence, &req.inputs);
+        let mut receipt = runx_receipt_of(&evidence);
+        runx::seal(&mut receipt, self.signer.as_ref());
         let dir = req.receipt_dir();
         let mut unsealed_output = None;
         // A skill name is known exactly when the package loaded.
-        let receipt_path = if receipt.skill.is_empty() {
+        let receipt_path = if evidence.skill.is_empty() {
             None
         } else {
-            match receipt.write(&dir) {
+            match runx::write(&dir, &receipt) {
                 Ok(p) => Some(p),
                 Err(e) => {
                     let failure = RunError::new(
@@ -299,8 +313,8 @@ impl Runtime {
                     tracing::info!("{}", failure.message);
                     if let Ok(output) = result {
                         unsealed_output = Some(output);
-                        receipt.status = RunStatus::Failure;
-                        receipt.failure = Some(failure.record());
+                        evidence.status = RunStatus::Failure;
+                        evidence.failure = Some(failure.record());
                         result = Err(failure);
                     }
                     None
@@ -308,9 +322,10 @@ impl Runtime {
             }
         };
         RunOutcome {
-            skill: receipt.skill.clone(),
-            runner: receipt.runner.clone(),
+            skill: evidence.skill.clone(),
+            runner: evidence.runner.clone(),
             result,
+            evidence,
             receipt,
             receipt_path,
             unsealed_output,

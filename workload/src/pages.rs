@@ -232,7 +232,7 @@ impl Bench {
             let _ = std::fs::remove_file(p);
         }
         let output = out.result?;
-        let artifact = out.receipt.artifact.unwrap_or_default();
+        let artifact = out.evidence.artifact.unwrap_or_default();
         let records = output.get("records").and_then(Value::as_u64).unwrap_or(0);
         Ok(PagesRun {
             wall,

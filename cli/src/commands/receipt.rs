@@ -1,7 +1,8 @@
 //! `runx receipt verify` and `runx receipt show`: receipts checked and printed offline.
 
 use runx_profile::CATALOGUE;
-use runx_receipts::{KeyError, Signer, Verdict, VerifyKey};
+use runx_receipts::runx::iso_millis;
+use runx_receipts::{Trust, Verdict};
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -10,8 +11,9 @@ use crate::exit::EXIT_USAGE;
 
 #[derive(clap::Subcommand)]
 pub enum ReceiptCommand {
-    /// Check receipts offline: canonical body digest, signature, schema (and for a harness
-    /// receipt, every case receipt beside it). Exits 0 only if every receipt verifies.
+    /// Check receipts offline: runx's field rules, digest, content address and signature, this
+    /// runtime's evidence (and for a harness receipt, every case receipt beside it). Exits 0
+    /// only if every receipt verifies.
     Verify(VerifyArgs),
     /// Print a receipt for a person (not a verification: use `runx receipt verify`).
     Show(ShowArgs),
@@ -27,6 +29,10 @@ pub struct VerifyArgs {
     /// are read, and then the public half of a configured signing key.
     #[arg(long, value_name = "FILE")]
     public_key: Option<PathBuf>,
+    /// Without a key, accept local-development signatures (runx's signature of a run made
+    /// without a key): the receipt is checked for integrity, not for who wrote it.
+    #[arg(long)]
+    allow_local_development_signatures: bool,
     /// Print one JSON object on stdout.
     #[arg(long)]
     json: bool,
@@ -42,32 +48,16 @@ pub struct ShowArgs {
 pub fn run(command: ReceiptCommand) -> ExitCode {
     match command {
         ReceiptCommand::Verify(args) => verify(&args),
-        ReceiptCommand::Show(args) => show(&args.file),
-    }
-}
-
-fn verification_key(args: &VerifyArgs) -> Result<VerifyKey, KeyError> {
-    if let Some(file) = &args.public_key {
-        return VerifyKey::from_file(file);
-    }
-    if let Some(key) = VerifyKey::from_env()? {
-        return Ok(key);
-    }
-    match Signer::from_env()? {
-        Some(signer) => Ok(signer.verify_key()),
-        None => Err(KeyError::Malformed {
-            name: runx_receipts::VERIFY_KID_ENV,
-            problem: format!(
-                "is not set: verifying needs a key; set it and {}, or pass --public-key FILE",
-                runx_receipts::VERIFY_PUBLIC_KEY_ENV
-            ),
-        }),
+        ReceiptCommand::Show(args) => show_file(&args.file),
     }
 }
 
 fn verify(args: &VerifyArgs) -> ExitCode {
-    let key = match verification_key(args) {
-        Ok(k) => k,
+    let trust = match crate::keys::trust(
+        args.public_key.as_deref(),
+        args.allow_local_development_signatures,
+    ) {
+        Ok(t) => t,
         Err(e) => {
             errln!("runx: {e}");
             if args.json {
@@ -77,7 +67,7 @@ fn verify(args: &VerifyArgs) -> ExitCode {
         }
     };
     let (files, mut verdicts) = runx_receipts::receipt_files(&args.paths);
-    verdicts.extend(files.iter().map(|f| runx_receipts::verify_file(f, &key)));
+    verdicts.extend(files.iter().map(|f| runx_receipts::verify_file(f, &trust)));
     if verdicts.is_empty() {
         let message = "no receipts: the directories named hold no *.json files";
         errln!("runx: {message}");
@@ -97,14 +87,25 @@ fn verify(args: &VerifyArgs) -> ExitCode {
             "{}",
             json!({
                 "status": if failed == 0 { "verified" } else { "failed" },
+                "signature_mode": trust.mode(),
                 "verified": verified,
                 "failed": failed,
                 "receipts": receipts,
             })
         );
     } else {
+        let by = match &trust {
+            Trust::Key(key) => format!("signed by `{}`", key.kid()),
+            Trust::LocalDevelopment => "integrity only: local development".to_string(),
+            Trust::KeyOrLocal(key) => {
+                format!(
+                    "signed by `{}`, or local development (integrity only)",
+                    key.kid()
+                )
+            }
+        };
         for v in &verdicts {
-            print_verdict(v, key.kid());
+            print_verdict(v, &by);
         }
         outln!("{verified} verified, {failed} failed");
     }
@@ -124,7 +125,7 @@ fn verdict_json(v: &Verdict) -> Value {
     })
 }
 
-fn print_verdict(v: &Verdict, kid: &str) {
+fn print_verdict(v: &Verdict, by: &str) {
     // A file name is the writer's choice (a cli-tool is told the receipt directory): control
     // characters in it must not reach the terminal as a forged line.
     let path = terminal_safe(&v.path.display().to_string());
@@ -136,7 +137,7 @@ fn print_verdict(v: &Verdict, kid: &str) {
                 format!(", {} case receipts", v.cases.len())
             };
             outln!(
-                "OK   {path} ({}, signed by `{kid}`{cases})",
+                "OK   {path} ({}, {by}{cases})",
                 v.schema.as_deref().unwrap_or("?")
             );
         }
@@ -148,7 +149,8 @@ fn print_verdict(v: &Verdict, kid: &str) {
     }
 }
 
-fn show(file: &Path) -> ExitCode {
+/// Prints the receipt in `file` for a person; exit 1 when it cannot be read.
+pub fn show_file(file: &Path) -> ExitCode {
     let doc = match runx_receipts::read_receipt(file) {
         Ok(d) => d,
         Err(p) => {
@@ -191,32 +193,9 @@ fn terminal_safe(s: &str) -> String {
 /// A Unix time in milliseconds at `pointer`, as an RFC 3339 UTC time
 /// (`2026-12-01T12:31:45.159Z`), or `-`.
 fn utc_time(doc: &Value, pointer: &str) -> String {
-    match doc.pointer(pointer).and_then(Value::as_u64) {
-        Some(ms) => rfc3339_utc(ms),
-        None => "-".to_string(),
-    }
-}
-
-/// `ms` after the Unix epoch as `YYYY-MM-DDTHH:MM:SS.mmmZ`: days to a civil date by Howard
-/// Hinnant's `civil_from_days`, exact for every date after 1970.
-fn rfc3339_utc(ms: u64) -> String {
-    let (days, rest) = (ms / 86_400_000, ms % 86_400_000);
-    let (h, m, s, milli) = (
-        rest / 3_600_000,
-        rest / 60_000 % 60,
-        rest / 1000 % 60,
-        rest % 1000,
-    );
-    let z = days + 719_468;
-    let era = z / 146_097;
-    let doe = z % 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + u64::from(month <= 2);
-    format!("{year:04}-{month:02}-{day:02}T{h:02}:{m:02}:{s:02}.{milli:03}Z")
+    doc.pointer(pointer)
+        .and_then(Value::as_u64)
+        .map_or_else(|| "-".to_string(), iso_millis)
 }
 
 fn number(doc: &Value, pointer: &str) -> String {
@@ -225,8 +204,16 @@ fn number(doc: &Value, pointer: &str) -> String {
         .map_or_else(|| "-".to_string(), |n| n.to_string())
 }
 
-fn show_run(doc: &Value) {
-    outln!("schema     {}", text(doc, "/schema"));
+fn show_run(receipt: &Value) {
+    outln!("schema     {}", text(receipt, "/schema"));
+    outln!("id         {}", text(receipt, "/id"));
+    outln!(
+        "seal       {} ({}): {}",
+        text(receipt, "/seal/disposition"),
+        text(receipt, "/seal/reason_code"),
+        text(receipt, "/seal/summary")
+    );
+    let doc = &receipt["metadata"]["evidence"];
     match doc.get("failure").filter(|f| f.is_object()) {
         Some(f) => outln!(
             "status     {} ({}/{}: {})",
@@ -260,10 +247,10 @@ fn show_run(doc: &Value) {
         ("bundle", "bundle_digest"),
         ("input", "input_digest"),
         ("output", "output_digest"),
-        ("body", "body_digest"),
     ] {
         outln!("  {label:<9}{}", text(doc, &format!("/{field}")));
     }
+    outln!("  {:<9}{}", "receipt", text(receipt, "/digest"));
     if let Some(a) = doc.get("artifact").filter(|a| a.is_object()) {
         outln!(
             "artifact   {} ({} bytes, {} pages{})",
@@ -347,6 +334,16 @@ fn show_harness(doc: &Value) {
 }
 
 fn show_signature(doc: &Value) {
+    if let Some(issuer) = doc.get("issuer").filter(|i| i.is_object()) {
+        outln!(
+            "signature  {} by key `{}` ({}), public key {} (not checked here: run `runx receipt verify`)",
+            text(doc, "/signature/alg"),
+            text(issuer, "/kid"),
+            text(issuer, "/type"),
+            text(issuer, "/public_key_sha256")
+        );
+        return;
+    }
     match doc.get("signature").filter(|s| s.is_object()) {
         Some(s) => outln!(
             "signature  {} by key `{}` ({}), public key {} (not checked here: run `runx receipt verify`)",
@@ -356,19 +353,5 @@ fn show_signature(doc: &Value) {
             text(s, "/public_key_sha256")
         ),
         None => outln!("signature  unsigned"),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::rfc3339_utc;
-
-    #[test]
-    fn unix_milliseconds_print_as_utc_times() {
-        assert_eq!(rfc3339_utc(0), "1970-01-01T00:00:00.000Z");
-        assert_eq!(rfc3339_utc(951_782_400_000), "2000-02-29T00:00:00.000Z");
-        assert_eq!(rfc3339_utc(1_796_128_305_159), "2026-12-01T12:31:45.159Z");
-        assert_eq!(rfc3339_utc(4_107_542_399_999), "2100-02-28T23:59:59.999Z");
-        assert_eq!(rfc3339_utc(253_402_300_799_999), "9999-12-31T23:59:59.999Z");
     }
 }

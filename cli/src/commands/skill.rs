@@ -35,6 +35,12 @@ pub struct SkillArgs {
     /// One input as KEY=JSON; the value must be valid JSON.
     #[arg(long = "input-json", value_name = "KEY=JSON")]
     pub input_json: Vec<String>,
+    /// An input given as `--KEY VALUE` or `--KEY=VALUE` (rewritten to this by `argv`).
+    #[arg(long = "direct-input", value_name = "KEY=VALUE", hide = true)]
+    pub direct_input: Vec<String>,
+    /// Accepted as runx accepts it: runx never prompts, with or without it.
+    #[arg(long)]
+    pub non_interactive: bool,
     /// Print one JSON object with status, output, receipt and error on stdout.
     #[arg(long)]
     pub json: bool,
@@ -98,7 +104,11 @@ pub fn run(args: SkillArgs, engine: Option<&str>) -> ExitCode {
             return usage(&e.message);
         }
     };
-    let inputs = read_inputs(args.inputs.as_deref(), &args.input, &args.input_json);
+    let inputs = read_inputs(
+        args.inputs.as_deref(),
+        &[args.input.as_slice(), args.direct_input.as_slice()].concat(),
+        &args.input_json,
+    );
     if args.dry_run {
         return dry_run(&args, &dir, engine, keys, inputs);
     }
@@ -173,24 +183,27 @@ fn dry_run(
 fn request(args: &SkillArgs, dir: &Path) -> RunRequest {
     let mut req = RunRequest::new(dir, Map::new());
     req.runner = args.runner.clone();
-    req.receipt_dir = receipt_dir(
+    req.receipt_dir = crate::store::receipt_dir(
         args.receipt_dir.as_deref(),
         std::env::var_os(RECEIPT_DIR_ENV),
     );
     req
 }
 
-/// Where the receipt goes: `--receipt-dir`, else a non-empty `RUNX_RECEIPT_DIR` (runx's name
-/// for it, also what a cli-tool step's own `runx` finds in its environment, so that receipts of
-/// nested runs land beside the step's), else the runtime's default.
-fn receipt_dir(flag: Option<&Path>, env: Option<std::ffi::OsString>) -> Option<PathBuf> {
-    flag.map(Path::to_path_buf)
-        .or_else(|| env.filter(|v| !v.is_empty()).map(PathBuf::from))
-}
-
 fn report(o: &RunOutcome, as_json: bool) {
     if as_json {
         print_json(&runx_runtime::run_json(o));
+        // stdout is the result; a caller that keeps only stderr (runx's Python SDK on a
+        // failed run) still learns why.
+        if let Err(e) = &o.result {
+            errln!(
+                "runx: {} failed ({}/{}): {}",
+                subject(&o.skill, &o.runner),
+                e.kind,
+                e.code,
+                e.message
+            );
+        }
         return;
     }
     let receipt_path = o.receipt_path.as_ref().map(|p| p.display().to_string());
@@ -225,7 +238,7 @@ fn report(o: &RunOutcome, as_json: bool) {
                 "runx: {} {} sealed in {} ms (receipt {})",
                 o.skill,
                 o.runner,
-                o.receipt.duration_ms,
+                o.evidence.duration_ms,
                 receipt_path.as_deref().unwrap_or("not written")
             );
             outln!("{}", serde_json::to_string_pretty(out).unwrap_or_default());
@@ -262,20 +275,7 @@ fn subject(skill: &str, runner: &str) -> String {
 
 #[cfg(test)]
 mod subject_tests {
-    use super::{receipt_dir, subject};
-    use std::path::{Path, PathBuf};
-
-    #[test]
-    fn the_flag_then_runx_receipt_dir_name_the_receipt_folder() {
-        let env = Some("/from/env".into());
-        assert_eq!(
-            receipt_dir(Some(Path::new("flag")), env.clone()),
-            Some(PathBuf::from("flag"))
-        );
-        assert_eq!(receipt_dir(None, env), Some(PathBuf::from("/from/env")));
-        assert_eq!(receipt_dir(None, Some("".into())), None);
-        assert_eq!(receipt_dir(None, None), None);
-    }
+    use super::subject;
 
     #[test]
     fn a_failure_names_what_it_knows() {

@@ -9,10 +9,6 @@ fn tool(ws: &Path, runner: &str, args: &[&str], env: &[(&str, &str)]) -> (Value,
     json_in(ws, &all, env)
 }
 
-fn receipt(v: &Value) -> Value {
-    serde_json::from_slice(&std::fs::read(v["receipt"].as_str().unwrap()).unwrap()).unwrap()
-}
-
 #[test]
 fn env_json_normalises_names_and_denies_the_rest() {
     let (ws, _) = workspace_with("tool");
@@ -29,7 +25,7 @@ fn env_json_normalises_names_and_denies_the_rest() {
     );
     assert_eq!(code, 0, "{v}");
     assert_eq!(
-        v["output"],
+        v["result"],
         json!({"title": "a title", "spaced": "spaced", "has_title_path": true, "region": "eu", "cwd_set": true, "secret": "", "proxy": ""})
     );
 }
@@ -38,19 +34,19 @@ fn env_json_normalises_names_and_denies_the_rest() {
 fn stdin_large_input_cwd_and_large_output() {
     let (ws, _) = workspace_with("tool");
     let (v, _) = tool(ws.path(), "stdin-json", &["-i", "message=hi"], &[]);
-    assert_eq!(v["output"]["received"], json!({"message": "hi"}));
+    assert_eq!(v["result"]["received"], json!({"message": "hi"}));
     let blob = format!("blob={}", "z".repeat(80 * 1024));
     let (v, _) = tool(ws.path(), "large-input-path", &["-i", &blob], &[]);
     assert_eq!(
-        v["output"],
+        v["result"],
         json!({"inline": false, "path_bytes": 80 * 1024, "inputs_json_inline": false})
     );
     let (v, _) = tool(ws.path(), "workspace-cwd", &[], &[]);
-    assert_eq!(v["output"]["in_workspace"], true);
+    assert_eq!(v["result"]["in_workspace"], true);
     let (v, code) = tool(ws.path(), "large-output", &[], &[]);
     assert_eq!(code, 0);
     assert_eq!(
-        v["output"]["stdout"].as_str().unwrap().len(),
+        v["result"]["stdout"].as_str().unwrap().len(),
         2 * 1024 * 1024
     );
 }
@@ -62,7 +58,8 @@ fn nine_mib_of_stdout_is_a_truncated_failure() {
     assert_eq!(code, 1);
     assert_eq!(v["error"]["kind"], "resource_limit");
     assert_eq!(v["error"]["code"], "capture_bytes");
-    let r = receipt(&v);
+    let receipt = receipt_of(&v);
+    let r = evidence(&receipt);
     assert_eq!(r["process"]["stdout"]["total_bytes"], 9437184);
     assert_eq!(r["process"]["stdout"]["truncated"], true);
     assert!(
@@ -101,6 +98,11 @@ fn failures_before_and_after_spawn() {
     let (v, _) = tool(ws.path(), "fail", &[], &[]);
     assert_eq!(v["error"]["kind"], "exit");
     assert_eq!(v["error"]["code"], "exit_3");
+    assert_eq!(v["error"]["exit_code"], 3, "the tool's exit status: {v}");
+    assert_eq!(
+        (&v["status"], &v["outcome"]),
+        (&json!("sealed"), &json!("failed"))
+    );
     assert!(
         v["error"]["message"]
             .as_str()
@@ -111,7 +113,13 @@ fn failures_before_and_after_spawn() {
     assert_eq!(v["error"]["kind"], "not_found");
     let (v, _) = tool(ws.path(), "needs-secret", &[], &[]);
     assert_eq!(v["error"]["kind"], "environment");
-    assert!(receipt(&v)["process"].is_null(), "nothing was spawned");
+    assert!(v["error"]["exit_code"].is_null(), "{v}");
+    let receipt = receipt_of(&v);
+    assert_eq!(evidence(&receipt)["failure"]["kind"], "environment");
+    assert!(
+        evidence(&receipt)["process"].is_null(),
+        "nothing was spawned"
+    );
     let (v, code) = tool(
         ws.path(),
         "name-collision",

@@ -298,6 +298,10 @@ fn expectations_runx_cannot_meet_fail_and_say_why() {
             "digest",
             "expect: { status: sealed, receipt: { receipt_digest: 'sha256:00' } }\n",
         ),
+        case(
+            "retired",
+            "expect: { status: sealed, receipt: { skill_name: p } }\n",
+        ),
         case("steps", "expect: { status: sealed, steps: [a, b] }\n"),
         case(
             "step-outputs",
@@ -320,7 +324,7 @@ fn expectations_runx_cannot_meet_fail_and_say_why() {
     write_all(root.path(), &files);
     let (v, code) = json_in(root.path(), &["harness", "p"], &[]);
     assert_eq!(code, 1, "{v:#}");
-    assert_eq!(v["failed"], 6);
+    assert_eq!(v["failed"], 7);
     let failure = |case: &str| {
         v["failures"]
             .as_array()
@@ -330,13 +334,23 @@ fn expectations_runx_cannot_meet_fail_and_say_why() {
             .unwrap_or_else(|| panic!("{case}: {v:#}"))
             .clone()
     };
+    // `receipt_digest` is the digest of the whole receipt as written: checked, and differs.
     let f = failure("digest");
     assert_eq!(f["path"], "$.receipt.receipt_digest");
+    assert_eq!(f["expected"], "sha256:00");
+    assert!(
+        f["actual"].as_str().unwrap().starts_with("sha256:")
+            && f["actual"].as_str().unwrap().len() == 71,
+        "{f}"
+    );
+    // A key runx retired is refused, naming it, never silently passed.
+    let f = failure("retired");
+    assert_eq!(f["path"], "$.receipt.skill_name");
     assert!(
         f["message"]
             .as_str()
             .unwrap()
-            .contains("runx receipts have no `receipt_digest`"),
+            .contains("`skill_name` is a receipt expectation runx retired"),
         "{f}"
     );
     assert_eq!(failure("steps")["path"], "$.steps");
@@ -441,7 +455,7 @@ fn definitions_json_inputs_packets_and_artifacts_through_runx_skill() {
         &[],
     );
     assert_eq!(code, 0, "{v}");
-    assert_eq!(v["output"]["entry"]["balance"], 0);
+    assert_eq!(v["result"]["entry"]["balance"], 0);
     let (v, code) = json_in(
         &fixtures(),
         &[
@@ -459,9 +473,22 @@ fn definitions_json_inputs_packets_and_artifacts_through_runx_skill() {
         &[],
     );
     assert_eq!((code, &v["error"]["code"]), (64, &json!("schema")), "{v}");
-    let receipt: Value =
-        serde_json::from_slice(&std::fs::read(v["receipt"].as_str().unwrap()).unwrap()).unwrap();
-    assert_eq!(receipt["reason_code"], "input_contract_invalid");
+    // Inputs refused before a direct run: a sealed receipt, blocked before the run.
+    assert_eq!(
+        (&v["status"], &v["outcome"]),
+        (&json!("sealed"), &json!("blocked")),
+        "{v}"
+    );
+    let receipt = receipt_of(&v);
+    assert_eq!(
+        (
+            &receipt["seal"]["disposition"],
+            &receipt["seal"]["reason_code"]
+        ),
+        (&json!("blocked"), &json!("preflight_refused"))
+    );
+    assert_eq!(evidence(&receipt)["reason_code"], "preflight_refused");
+    assert_eq!(evidence(&receipt)["failure"]["code"], "schema");
     let doc = inspect(&ledger);
     assert_eq!(doc["input_definitions"]["account"]["required"], true);
     assert_eq!(
@@ -485,7 +512,7 @@ fn definitions_json_inputs_packets_and_artifacts_through_runx_skill() {
         &[],
     );
     assert_eq!(code, 0, "{v}");
-    assert_eq!(v["output"]["payload"], json!({"a": [1, null]}));
+    assert_eq!(v["result"]["payload"], json!({"a": [1, null]}));
     let (v, code) = json_in(
         &fixtures(),
         &[
@@ -548,7 +575,7 @@ fn definitions_json_inputs_packets_and_artifacts_through_runx_skill() {
         &[],
     );
     assert_eq!(code, 0, "{v}");
-    assert_eq!(v["output"]["summary"]["total"], 9);
+    assert_eq!(v["result"]["summary"]["total"], 9);
 }
 
 #[test]
@@ -597,7 +624,7 @@ fn retries_templates_and_input_modes_are_shown_by_inspect() {
         ],
         &[],
     );
-    assert_eq!((code, &v["output"]["argv"]), (0, &json!(["x=yes"])), "{v}");
+    assert_eq!((code, &v["result"]["argv"]), (0, &json!(["x=yes"])), "{v}");
     let (v, code) = json_in(
         ws.path(),
         &["skill", templates.to_str().unwrap(), "undeclared"],
@@ -672,13 +699,13 @@ fn runx_command_line_conventions() {
         &[],
     );
     assert_eq!(code, 0, "{v}");
-    assert_eq!(v["output"]["shape"], "array");
+    assert_eq!(v["result"]["shape"], "array");
     let (v, code) = json_in(ws.path(), &["skill", "inspect", "json-echo"], &[]);
     assert_eq!((code, &v["skill"]), (0, &json!("json-echo")));
     // ... but a directory of that name in the working directory wins.
     copy_dir(&fixtures().join("kinds"), &ws.path().join("json-echo"));
     let (v, _) = json_in(ws.path(), &["skill", "json-echo"], &[]);
-    assert_eq!(v["skill"], "kinds");
+    assert_eq!(v["skill_name"], "kinds");
     let (v, code) = json_in(ws.path(), &["skill", "no-such-skill"], &[]);
     assert_eq!((code, &v["error"]["code"]), (64, &json!("not_a_package")));
 
@@ -721,7 +748,7 @@ fn runx_command_line_conventions() {
         &[("RUNX_CWD", other_path)],
     );
     assert_eq!(code, 0, "{v}");
-    assert_eq!(v["output"]["payload"], "from RUNX_CWD");
+    assert_eq!(v["result"]["payload"], "from RUNX_CWD");
     let abs = other.path().join("in.json");
     let (v, code) = json_in(
         ws.path(),
@@ -766,6 +793,141 @@ fn runx_command_line_conventions() {
     // A link is refused whatever it points to: runx follows none inside the directory.
     assert!(
         v["error"]["message"].as_str().unwrap().contains("symlink"),
+        "{v}"
+    );
+}
+
+/// runx's input flags: `--KEY VALUE`, `--KEY=VALUE` (kebab-case keys written snake_case),
+/// `-i KEY VALUE`, and `--non-interactive`, on runx's documented first command; a misspelt
+/// flag is an undeclared input with a suggestion, not a flag error.
+#[test]
+fn runx_input_flags_run_the_documented_first_command() {
+    let ws = tempfile::tempdir().unwrap();
+    let hello = fixtures().join("hello-world");
+    let dir = hello.to_str().unwrap();
+    let (v, code) = json_in(
+        ws.path(),
+        &[
+            "skill",
+            dir,
+            "--message",
+            "hello from docs",
+            "--non-interactive",
+        ],
+        &[],
+    );
+    assert_eq!(code, 0, "{v}");
+    assert_eq!(
+        (&v["schema"], &v["status"], &v["outcome"]),
+        (
+            &json!("runx.skill_run.v1"),
+            &json!("sealed"),
+            &json!("completed")
+        ),
+        "{v}"
+    );
+    assert_eq!(v["skill_name"], "hello-world");
+    assert_eq!(v["runner"], "default");
+    assert_eq!(v["result"], json!({"message": "hello from docs"}));
+    assert!(v.get("error").is_none(), "{v}");
+    let receipt = receipt_of(&v);
+    assert_eq!(receipt["id"], v["receipt_id"]);
+    // The same inputs given the other ways: the same run.
+    for args in [
+        vec!["skill", dir, "--message=hello from docs"],
+        vec!["skill", dir, "-i", "message", "hello from docs"],
+        vec!["skill", dir, "-i", "message=hello from docs"],
+    ] {
+        let (again, code) = json_in(ws.path(), &args, &[]);
+        assert_eq!(code, 0, "{args:?}: {again}");
+        assert_eq!(again["result"], v["result"], "{args:?}");
+        assert_eq!(again["run_id"], v["run_id"], "{args:?}");
+    }
+    // A kebab-case flag names the snake_case input.
+    let pkg = ws.path().join("kebab");
+    std::fs::create_dir_all(&pkg).unwrap();
+    std::fs::write(
+        pkg.join("X.yaml"),
+        "skill: kebab\nrun:\n  type: javascript\n  module: m.mjs\n  inputs:\n    first_name: { type: string, required: true }\n",
+    )
+    .unwrap();
+    std::fs::write(
+        pkg.join("m.mjs"),
+        "export default (inputs) => ({ inputs });\n",
+    )
+    .unwrap();
+    let (v, code) = json_in(
+        ws.path(),
+        &["skill", "kebab", "--first-name", "Ada", "--non-interactive"],
+        &[],
+    );
+    assert_eq!(code, 0, "{v}");
+    assert_eq!(v["result"]["inputs"], json!({"first_name": "Ada"}));
+    // A misspelt flag is an input the runner does not declare: refused, with a suggestion.
+    let (v, code) = json_in(ws.path(), &["skill", dir, "--mesage", "x"], &[]);
+    assert_eq!(code, 64, "{v}");
+    assert_eq!(
+        (&v["error"]["kind"], &v["error"]["code"]),
+        (&json!("input"), &json!("undeclared_input")),
+        "{v}"
+    );
+    assert!(
+        v["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("did you mean `message`"),
+        "{v}"
+    );
+    assert_eq!(
+        (&v["status"], &v["outcome"]),
+        (&json!("sealed"), &json!("blocked")),
+        "{v}"
+    );
+    // With --json the failure is also one line on stderr; without, the same words there.
+    let out = run_in(ws.path(), &["skill", dir, "--mesage", "x", "--json"], &[]);
+    assert_eq!(
+        stderr(&out),
+        "runx: hello-world default failed (input/undeclared_input): input `mesage` is not declared by runner `default`, which takes `message`; did you mean `message`?\n"
+    );
+    let out = run_in(ws.path(), &["skill", dir, "--mesage", "x"], &[]);
+    assert_eq!(out.status.code(), Some(64));
+    assert!(
+        stderr(&out).contains("did you mean `message`"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+/// runx's two-token `-i KEY VALUE` takes the next argument as the value, but a flag of
+/// `runx skill` itself (`--json`, `--receipt-dir`, ...) stays a flag, as the `--KEY VALUE`
+/// rewrite promises: `-i name --json` is `-i name` without a value (`bad_pair`), printed as
+/// JSON, not a run with `name` set to `--json` printed as text.
+#[test]
+fn a_two_token_input_leaves_the_flags_of_runx_skill_alone() {
+    let ws = tempfile::tempdir().unwrap();
+    copy_dir(&fixtures().join("json-echo"), &ws.path().join("pkg"));
+    let out = run_in(ws.path(), &["skill", "pkg", "-i", "payload", "--json"], &[]);
+    let text = stdout(&out);
+    assert_eq!(
+        out.status.code(),
+        Some(64),
+        "`--json` was taken as the value of `-i payload`: {text}"
+    );
+    let v: Value = serde_json::from_str(text.trim()).unwrap();
+    assert_eq!(v["schema"], "runx.skill_run.v1", "{v}");
+    assert_eq!(v["error"]["code"], "bad_pair", "{v}");
+    // `--receipt-dir DIR` after it is still where the receipt goes (and DIR no runner name).
+    let (v, code) = json_in(
+        ws.path(),
+        &["skill", "pkg", "-i", "payload", "--receipt-dir", "rcpt"],
+        &[],
+    );
+    assert_eq!(code, 64, "{v}");
+    assert_eq!(v["error"]["code"], "bad_pair", "{v}");
+    assert!(
+        v["receipt_path"]
+            .as_str()
+            .is_some_and(|p| p.starts_with("rcpt/") || p.contains("/rcpt/")),
         "{v}"
     );
 }

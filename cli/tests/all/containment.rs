@@ -262,7 +262,7 @@ fn stdin_inputs_are_capped() {
     assert_eq!(v["error"]["kind"], "input", "{v}");
     assert_eq!(v["error"]["code"], "inputs_bytes", "{v}");
     assert!(
-        v["error"]["message"].as_str().unwrap().contains("4194304"),
+        v["error"]["message"].as_str().unwrap().contains("67108864"),
         "{v}"
     );
 }

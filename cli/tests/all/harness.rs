@@ -195,3 +195,63 @@ fn harness_environment_does_not_leak_into_cases() {
     assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
     assert_eq!(last_line(&out), "2 passed, 0 failed");
 }
+
+/// Inputs refused inside a harness case seal the case's receipt `failed/input_contract_invalid`
+/// (a direct run of the same inputs is `blocked/preflight_refused`), and a case may expect it.
+#[test]
+fn inputs_refused_in_a_case_seal_as_an_invalid_input_contract() {
+    let root = tempfile::tempdir().unwrap();
+    let pkg = package(
+        root.path(),
+        "p",
+        "harness:\n  cases:\n    - name: wrong-type\n      inputs: { items: 3 }\n      expect:\n        status: failure\n        error: { kind: input, code: wrong_type }\n        receipt: { disposition: failed, reason_code: input_contract_invalid }\n",
+        &[],
+    );
+    let (v, code) = json_in(
+        root.path(),
+        &["harness", pkg.to_str().unwrap(), "--receipt-dir", "hr"],
+        &[],
+    );
+    assert_eq!(code, 0, "{v}");
+    assert_eq!(v["passed"], 1, "{v}");
+    let h: Value = serde_json::from_slice(
+        &std::fs::read(root.path().join(v["receipt"].as_str().unwrap())).unwrap(),
+    )
+    .unwrap();
+    let file = root
+        .path()
+        .join("hr")
+        .join(h["cases"][0]["receipt"].as_str().unwrap());
+    let receipt: Value = serde_json::from_slice(&std::fs::read(file).unwrap()).unwrap();
+    assert_eq!(
+        (
+            &receipt["seal"]["disposition"],
+            &receipt["seal"]["reason_code"]
+        ),
+        (
+            &Value::from("failed"),
+            &Value::from("input_contract_invalid")
+        )
+    );
+    assert_eq!(evidence(&receipt)["failure"]["code"], "wrong_type");
+    // The same inputs run directly are refused before the run.
+    let (v, code) = json_in(
+        root.path(),
+        &["skill", pkg.to_str().unwrap(), "--input-json", "items=3"],
+        &[],
+    );
+    assert_eq!(code, 64, "{v}");
+    assert_eq!(
+        (
+            &v["outcome"],
+            &v["closure"]["disposition"],
+            &v["closure"]["reason_code"]
+        ),
+        (
+            &Value::from("blocked"),
+            &Value::from("blocked"),
+            &Value::from("preflight_refused")
+        ),
+        "{v}"
+    );
+}

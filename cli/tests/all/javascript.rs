@@ -14,31 +14,125 @@ fn default_named_and_async_exports() {
     );
     assert_eq!(code, 0, "{v}");
     assert_eq!(v["status"], "sealed");
-    assert_eq!(v["output"]["greeting"], "Hello, Ada.");
-    assert_eq!(v["output"]["region"], "eu");
+    assert_eq!(v["result"]["greeting"], "Hello, Ada.");
+    assert_eq!(v["result"]["region"], "eu");
     assert_eq!(
-        v["output"]["trace"],
+        v["result"]["trace"],
         Value::Null,
         "absent optional env is omitted"
     );
+    assert_eq!(v["outcome"], "completed");
     assert_eq!(v["error"], Value::Null);
-    assert!(Path::new(v["receipt"].as_str().unwrap()).is_file());
+    assert!(Path::new(v["receipt_path"].as_str().unwrap()).is_file());
     let (v, _) = json_in(ws.path(), &["skill", "pkg", "shout", "-i", "name=Ada"], &[]);
-    assert_eq!(v["output"], json!({"greeting": "HELLO, ADA!"}));
+    assert_eq!(v["result"], json!({"greeting": "HELLO, ADA!"}));
 }
+
+/// The keys of a `--json` result, sorted.
+fn keys(v: &Value) -> Vec<&str> {
+    let mut keys: Vec<&str> = v.as_object().unwrap().keys().map(String::as_str).collect();
+    keys.sort_unstable();
+    keys
+}
+
+/// The keys of runx's `runx.skill_run.v1` envelope, less `error`, plus this runtime's
+/// `console` and `stderr`.
+const ENVELOPE_KEYS: [&str; 13] = [
+    "closure",
+    "console",
+    "next",
+    "outcome",
+    "receipt_id",
+    "receipt_path",
+    "result",
+    "run_id",
+    "runner",
+    "schema",
+    "skill_name",
+    "status",
+    "stderr",
+];
 
 #[test]
 fn json_output_has_exactly_the_documented_keys() {
     let (ws, _) = workspace_with("hello");
-    let (v, _) = json_in(ws.path(), &["skill", "pkg", "shout", "-i", "name=x"], &[]);
-    let mut keys: Vec<&str> = v.as_object().unwrap().keys().map(String::as_str).collect();
-    keys.sort();
+    // Success: no `error` key at all (not a null one).
+    let (v, code) = json_in(ws.path(), &["skill", "pkg", "shout", "-i", "name=x"], &[]);
+    assert_eq!(code, 0, "{v}");
+    assert_eq!(keys(&v), ENVELOPE_KEYS, "{v}");
+    assert_eq!(v["schema"], "runx.skill_run.v1");
     assert_eq!(
-        keys,
-        [
-            "console", "error", "output", "receipt", "runner", "skill", "status", "stderr"
-        ]
+        (&v["status"], &v["outcome"], &v["skill_name"], &v["runner"]),
+        (
+            &json!("sealed"),
+            &json!("completed"),
+            &json!("hello"),
+            &json!("shout")
+        )
     );
+    assert_eq!(v["result"], json!({"greeting": "HELLO, X!"}));
+    assert!(v["next"].is_null());
+    assert_eq!(
+        (&v["closure"]["disposition"], &v["closure"]["reason_code"]),
+        (&json!("closed"), &json!("process_closed"))
+    );
+    let receipt_id = v["receipt_id"].as_str().unwrap();
+    let hex = receipt_id.strip_prefix("sha256:").unwrap();
+    assert_eq!(hex.len(), 64, "{receipt_id}");
+    assert!(
+        v["receipt_path"]
+            .as_str()
+            .unwrap()
+            .ends_with(&format!("sha256-{hex}.json")),
+        "{v}"
+    );
+    assert_eq!(receipt_of(&v)["id"], receipt_id);
+    // `run_<runner>_<16 hex>`: the same for the same package, runner and inputs.
+    let run_id = v["run_id"].as_str().unwrap();
+    let tail = run_id.strip_prefix("run_shout_").unwrap();
+    assert!(
+        tail.len() == 16 && tail.chars().all(|c| c.is_ascii_hexdigit()),
+        "{run_id}"
+    );
+    let (again, _) = json_in(ws.path(), &["skill", "pkg", "shout", "-i", "name=x"], &[]);
+    assert_eq!(again["run_id"], run_id);
+    let (other, _) = json_in(ws.path(), &["skill", "pkg", "shout", "-i", "name=y"], &[]);
+    assert_ne!(other["run_id"], run_id);
+
+    // A failed run that wrote its receipt: the same keys and `error`; sealed, no result.
+    let (v, code) = json_in(ws.path(), &["skill", "pkg", "wrong-output"], &[]);
+    assert_eq!(code, 1, "{v}");
+    let mut with_error = ENVELOPE_KEYS.to_vec();
+    with_error.push("error");
+    with_error.sort_unstable();
+    assert_eq!(keys(&v), with_error, "{v}");
+    assert_eq!(
+        (&v["status"], &v["outcome"], &v["result"]),
+        (&json!("sealed"), &json!("failed"), &Value::Null),
+        "{v}"
+    );
+    assert_eq!(keys(&v["error"]), ["code", "exit_code", "kind", "message"]);
+    assert_eq!(v["error"]["kind"], "output_rejected");
+    assert!(
+        v["error"]["exit_code"].is_null(),
+        "not a cli-tool exit: {v}"
+    );
+    assert_eq!(
+        (&v["closure"]["disposition"], &v["closure"]["reason_code"]),
+        (&json!("failed"), &json!("process_failed"))
+    );
+    assert!(v["receipt_id"].as_str().unwrap().starts_with("sha256:"));
+
+    // Refused before any package was loaded: status, runner and error only.
+    let (v, code) = json_in(ws.path(), &["skill", "nothere", "greet"], &[]);
+    assert_eq!(code, 64, "{v}");
+    assert_eq!(keys(&v), ["error", "runner", "status"], "{v}");
+    assert_eq!(
+        (&v["status"], &v["runner"]),
+        (&json!("failure"), &json!("greet"))
+    );
+    assert_eq!(keys(&v["error"]), ["code", "kind", "message"]);
+    assert_eq!(v["error"]["code"], "not_a_package");
 }
 
 #[test]
@@ -78,7 +172,7 @@ fn relative_imports_across_three_modules() {
     );
     assert_eq!(code, 0);
     assert_eq!(
-        v["output"],
+        v["result"],
         json!({"total": 6, "labels": ["#1/2", "#2/4", "#3/6"]})
     );
 }
@@ -91,16 +185,16 @@ fn environment_required_optional_and_missing() {
         &["skill", "pkg", "-i", "name=a"],
         &[("REGION", "us"), ("TRACE_LABEL", "t1"), ("UNDECLARED", "x")],
     );
-    assert_eq!(v["output"]["trace"], "t1");
+    assert_eq!(v["result"]["trace"], "t1");
     let out = run_in(ws.path(), &["skill", "pkg", "-i", "name=a", "--json"], &[]);
     assert_eq!(out.status.code(), Some(1));
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["error"]["kind"], "environment");
     assert!(v["error"]["message"].as_str().unwrap().contains("REGION"));
     // No worker was started: the receipt has no bundle digest (nothing was even collected).
-    let receipt: Value =
-        serde_json::from_slice(&std::fs::read(v["receipt"].as_str().unwrap()).unwrap()).unwrap();
-    assert_eq!(receipt["bundle_digest"], Value::Null);
+    let receipt = receipt_of(&v);
+    assert_eq!(evidence(&receipt)["failure"]["kind"], "environment");
+    assert_eq!(evidence(&receipt)["bundle_digest"], Value::Null);
 }
 
 #[test]
@@ -112,7 +206,7 @@ fn inputs_from_file_stdin_and_pairs() {
         &["skill", "pkg", "shout", "--inputs", "in.json"],
         &[],
     );
-    assert_eq!(v["output"]["greeting"], "HELLO, FILE!");
+    assert_eq!(v["result"]["greeting"], "HELLO, FILE!");
     let mut child = runx()
         .current_dir(ws.path())
         .args(["skill", "pkg", "shout", "--inputs", "-", "--json"])
@@ -128,7 +222,7 @@ fn inputs_from_file_stdin_and_pairs() {
         .unwrap();
     let out = child.wait_with_output().unwrap();
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(v["output"]["greeting"], "HELLO, STDIN!");
+    assert_eq!(v["result"]["greeting"], "HELLO, STDIN!");
     let (v, _) = json_in(
         ws.path(),
         &[
@@ -141,7 +235,7 @@ fn inputs_from_file_stdin_and_pairs() {
         ],
         &[("REGION", "r")],
     );
-    assert_eq!(v["output"]["greeting"], "Hello, quoted!");
+    assert_eq!(v["result"]["greeting"], "Hello, quoted!");
 }
 
 #[test]
@@ -235,7 +329,9 @@ fn symlinked_and_outside_modules_are_refused() {
     for (runner, needle) in [("link", "symlink"), ("imp", "../outside.mjs")] {
         let (v, code) = json_in(ws.path(), &["skill", "pkg", runner], &[]);
         assert_ne!(code, 0, "{runner}");
-        assert_ne!(v["status"], "sealed");
+        // Sealed with the failure, never completed, no result.
+        assert_eq!(v["outcome"], "failed", "{runner}: {v}");
+        assert!(v["result"].is_null(), "{runner}: {v}");
         assert!(
             v["error"]["message"].as_str().unwrap().contains(needle),
             "{runner}: {v}"
@@ -265,12 +361,12 @@ fn output_digest_is_deterministic() {
     let (ws, _) = workspace_with("hello");
     let digest = |ws: &Path| {
         let (v, _) = json_in(ws, &["skill", "pkg", "shout", "-i", "name=same"], &[]);
-        let r: Value =
-            serde_json::from_slice(&std::fs::read(v["receipt"].as_str().unwrap()).unwrap())
-                .unwrap();
+        let r = receipt_of(&v);
         assert_eq!(r["schema"], "runx.receipt.v1");
-        assert_eq!(r["status"], "sealed");
-        (r["input_digest"].clone(), r["output_digest"].clone())
+        let e = evidence(&r);
+        assert_eq!(e["schema"], "runx-rs.run_evidence.v1");
+        assert_eq!(e["status"], "sealed");
+        (e["input_digest"].clone(), e["output_digest"].clone())
     };
     let a = digest(ws.path());
     let b = digest(ws.path());
@@ -297,7 +393,7 @@ fn hostile_modules_fail_typed() {
         assert_eq!(v["error"]["code"], code, "{runner}: {v}");
     }
     let (v, _) = json_in(ws.path(), &["skill", "pkg"], &[]);
-    assert_eq!(v["output"], json!({"visible": [], "now": 0}));
+    assert_eq!(v["result"], json!({"visible": [], "now": 0}));
 }
 
 #[test]
@@ -331,14 +427,21 @@ fn ctrl_c_kills_the_workers() {
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["error"]["kind"], "interrupted");
     // The receipt closes the run as killed.
-    let receipt: Value =
-        serde_json::from_slice(&std::fs::read(v["receipt"].as_str().unwrap()).unwrap()).unwrap();
+    assert_eq!(
+        (&v["status"], &v["outcome"]),
+        (&json!("sealed"), &json!("failed"))
+    );
+    let receipt = receipt_of(&v);
     assert_eq!(
         (
-            &receipt["state"],
-            &receipt["disposition"],
-            &receipt["reason_code"]
+            &receipt["seal"]["disposition"],
+            &receipt["seal"]["reason_code"]
         ),
+        (&json!("killed"), &json!("process_killed"))
+    );
+    let e = evidence(&receipt);
+    assert_eq!(
+        (&e["state"], &e["disposition"], &e["reason_code"]),
         (&json!("sealed"), &json!("killed"), &json!("process_killed"))
     );
     for pid in workers {
@@ -412,7 +515,7 @@ fn a_profile_prefers_an_engine_and_the_caller_overrides_it() {
     let (v, code) = runx_choosing_engine(ws.path(), &["skill", "pkg"]);
     if has_v8 {
         assert_eq!(code, 0, "{v}");
-        assert_eq!(v["output"], json!({"v8": true}), "the profile's engine ran");
+        assert_eq!(v["result"], json!({"v8": true}), "the profile's engine ran");
     } else {
         // A runx without V8 refuses the runner with a typed error that says what to do.
         assert_eq!(code, 64, "{v}");
@@ -428,14 +531,14 @@ fn a_profile_prefers_an_engine_and_the_caller_overrides_it() {
     // The caller's `--engine` wins over the profile, on any build.
     let (v, code) = runx_choosing_engine(ws.path(), &["--engine", "quickjs", "skill", "pkg"]);
     assert_eq!(code, 0, "{v}");
-    assert_eq!(v["output"], json!({"v8": false}));
+    assert_eq!(v["result"], json!({"v8": false}));
 
     engine_package(ws.path(), "quickjs");
     let (v, code) = runx_choosing_engine(ws.path(), &["skill", "pkg"]);
-    assert_eq!((code, &v["output"]), (0, &json!({"v8": false})), "{v}");
+    assert_eq!((code, &v["result"]), (0, &json!({"v8": false})), "{v}");
     if has_v8 {
         let (v, code) = runx_choosing_engine(ws.path(), &["--engine", "v8", "skill", "pkg"]);
-        assert_eq!((code, &v["output"]), (0, &json!({"v8": true})), "{v}");
+        assert_eq!((code, &v["result"]), (0, &json!({"v8": true})), "{v}");
     }
 }
 

@@ -81,6 +81,20 @@ pub fn json_of(out: &std::process::Output) -> (Value, i32) {
     (v, out.status.code().unwrap_or(-1))
 }
 
+/// The receipt file a run's result names (`receipt_path`), parsed.
+pub fn receipt_of(v: &Value) -> Value {
+    let path = v["receipt_path"]
+        .as_str()
+        .unwrap_or_else(|| panic!("the run names no receipt file: {v}"));
+    serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap()
+}
+
+/// This runtime's evidence document inside a runx receipt (`metadata.evidence`): the skill,
+/// runner, failure, digests, limits, process and console facts of the run.
+pub fn evidence(receipt: &Value) -> &Value {
+    &receipt["metadata"]["evidence"]
+}
+
 /// Direct children of `pid`: the benchmarks' lookup, which the memory sampler uses too.
 pub use runx_workload::children_of;
 

@@ -43,8 +43,9 @@ fn select(ws: &Path, runner: &str, extra: &[&str]) -> (Value, i32) {
     json_in(ws, &args, &[])
 }
 
-fn receipt(v: &Value) -> Value {
-    serde_json::from_slice(&std::fs::read(v["receipt"].as_str().unwrap()).unwrap()).unwrap()
+/// The evidence of the receipt a run wrote.
+fn run_evidence(v: &Value) -> Value {
+    evidence(&receipt_of(v)).clone()
 }
 
 #[test]
@@ -55,13 +56,13 @@ fn output_is_identical_across_page_sizes_and_runs() {
     let (b, _) = select(ws.path(), "select-512k", &[]);
     let (c, _) = select(ws.path(), "select-large-pages", &[]);
     let (d, _) = select(ws.path(), "select", &[]);
-    assert_eq!(a["output"]["scanned"], 6000);
-    assert_eq!(a["output"], b["output"]);
-    assert_eq!(a["output"], c["output"]);
-    assert_eq!(a["output"], d["output"]);
-    let (ra, rd) = (receipt(&a), receipt(&d));
+    assert_eq!(a["result"]["scanned"], 6000);
+    assert_eq!(a["result"], b["result"]);
+    assert_eq!(a["result"], c["result"]);
+    assert_eq!(a["result"], d["result"]);
+    let (ra, rd) = (run_evidence(&a), run_evidence(&d));
     assert!(ra["artifact"]["page_count"].as_u64().unwrap() > 5);
-    assert_eq!(receipt(&c)["artifact"]["page_count"], 1);
+    assert_eq!(run_evidence(&c)["artifact"]["page_count"], 1);
     assert_eq!(
         ra["artifact"]["whole_digest"],
         rd["artifact"]["whole_digest"]
@@ -73,7 +74,7 @@ fn output_is_identical_across_page_sizes_and_runs() {
     );
     assert_eq!(ra["output_digest"], rd["output_digest"]);
     assert!(
-        !a["output"].to_string().contains("artifact:"),
+        !a["result"].to_string().contains("artifact:"),
         "artifact_ref stays out of output"
     );
 }
@@ -83,9 +84,9 @@ fn done_stops_early() {
     let (ws, _) = archive(6000);
     let (v, code) = select(ws.path(), "select", &["-i", "stop_after=300"]);
     assert_eq!(code, 0, "{v}");
-    let scanned = v["output"]["scanned"].as_u64().unwrap();
+    let scanned = v["result"]["scanned"].as_u64().unwrap();
     assert!((300..6000).contains(&scanned), "{scanned}");
-    let r = receipt(&v);
+    let r = run_evidence(&v);
     assert_eq!(r["artifact"]["finished"], true);
 }
 
@@ -101,10 +102,10 @@ fn done_before_a_malformed_page_leaves_no_failure_behind() {
     std::fs::write(&path, format!("{},{{bad}}{}", &text[..cut], &text[cut..])).unwrap();
     let (broken, code) = select(ws.path(), "select", &[]);
     assert_eq!(code, 1, "{broken}");
-    assert!(receipt(&broken)["artifact"]["failed_offset"].is_u64());
+    assert!(run_evidence(&broken)["artifact"]["failed_offset"].is_u64());
     let (v, code) = select(ws.path(), "select", &["-i", "stop_after=300"]);
     assert_eq!(code, 0, "{v}");
-    let r = receipt(&v);
+    let r = run_evidence(&v);
     assert_eq!(r["artifact"]["finished"], true);
     assert!(r["artifact"]["failed_page_index"].is_null(), "{r}");
     assert!(r["artifact"]["failed_offset"].is_null(), "{r}");
@@ -128,7 +129,7 @@ fn module_failures_name_page_and_offset() {
         assert_eq!(v["error"]["code"], code, "{runner}: {v}");
         let msg = v["error"]["message"].as_str().unwrap();
         assert!(msg.contains(&format!("page {page} (byte offset")), "{msg}");
-        let r = receipt(&v);
+        let r = run_evidence(&v);
         assert_eq!(r["artifact"]["failed_page_index"], page);
         assert_eq!(r["artifact"]["finished"], false);
     }
@@ -158,7 +159,10 @@ fn framing_errors_name_the_offset() {
             v["error"]["message"].as_str().unwrap().contains(needle),
             "{name}: {v}"
         );
-        assert!(receipt(&v)["artifact"]["failed_offset"].is_u64(), "{name}");
+        assert!(
+            run_evidence(&v)["artifact"]["failed_offset"].is_u64(),
+            "{name}"
+        );
     }
 }
 
@@ -203,7 +207,7 @@ fn skill_scope_reads_from_the_package() {
         &[],
     );
     assert_eq!(code, 0, "{v}");
-    assert_eq!(v["output"]["scanned"], 60);
+    assert_eq!(v["result"]["scanned"], 60);
 }
 
 /// A package whose pages each add up their records after a busy loop, over an array of
@@ -239,8 +243,8 @@ fn a_worker_lost_while_pages_go_ahead_costs_nothing_but_time() {
     let args = ["skill", "pkg", "sum", "-i", "data=data.json"];
     let (calm, code) = json_in(ws.path(), &args, &[]);
     assert_eq!(code, 0, "{calm}");
-    assert_eq!(calm["output"]["sum"], 1200 * 1201 / 2);
-    let pages = calm["output"]["pages"].as_u64().unwrap();
+    assert_eq!(calm["result"]["sum"], 1200 * 1201 / 2);
+    let pages = calm["result"]["pages"].as_u64().unwrap();
     assert!(pages > 30, "{pages}");
 
     let mut c = runx();
@@ -278,8 +282,10 @@ fn a_worker_lost_while_pages_go_ahead_costs_nothing_but_time() {
     let out = child.wait_with_output().unwrap();
     let (v, code) = json_of(&out);
     assert_eq!(code, 0, "{v}");
-    assert_eq!(v["output"], calm["output"]);
-    assert_eq!(v["output_digest"], calm["output_digest"]);
+    assert_eq!(v["result"], calm["result"]);
+    let digest = |v: &Value| run_evidence(v)["output_digest"].clone();
+    assert!(digest(&calm).is_string(), "{calm}");
+    assert_eq!(digest(&v), digest(&calm));
     let stderr = String::from_utf8_lossy(&out.stderr);
     // QuickJS spends long enough on each page for the kill to land mid-run.
     if test_engine().is_none_or(|e| e == "quickjs") {

@@ -59,8 +59,12 @@ fn an_unwritable_receipt_directory_unseals_the_run() {
     assert_eq!(v["status"], "failure", "{v}");
     assert_eq!(v["error"]["kind"], "receipt", "{v}");
     assert_eq!(v["error"]["code"], "receipt_write", "{v}");
-    assert_eq!(v["output"]["greeting"], "hi", "{v}");
-    assert!(v["receipt"].is_null());
+    // No receipt: the one failure that keeps its result, and names no receipt.
+    assert_eq!(v["outcome"], "failed", "{v}");
+    assert_eq!(v["result"]["greeting"], "hi", "{v}");
+    assert!(v["receipt_path"].is_null(), "{v}");
+    assert!(v["receipt_id"].is_null(), "{v}");
+    assert!(v["closure"].is_null(), "{v}");
 }
 
 /// Issue 13, item 7: a disk that fills while the receipt is written leaves no partial receipt
@@ -86,7 +90,16 @@ fn a_full_disk_leaves_no_torn_receipt() {
     let v = json_of(&out);
     assert_eq!(out.status.code(), Some(1), "{v}");
     assert_eq!(v["error"]["kind"], "receipt", "{v}");
-    assert_eq!(v["output"]["greeting"], "hi", "{v}");
+    assert_eq!(
+        (&v["status"], &v["outcome"]),
+        (&"failure".into(), &"failed".into()),
+        "{v}"
+    );
+    assert_eq!(v["result"]["greeting"], "hi", "{v}");
+    assert!(
+        v["receipt_path"].is_null() && v["receipt_id"].is_null(),
+        "{v}"
+    );
     let left = files_under(&ws.path().join(".runx"));
     assert!(left.is_empty(), "left behind: {left:?}");
 }
@@ -106,24 +119,30 @@ fn every_run_of_a_known_package_leaves_a_named_receipt() {
     );
     assert_eq!(code, 64, "{v}");
     assert_eq!(v["error"]["code"], "inputs_file", "{v}");
-    assert_eq!(v["skill"], "hello", "{v}");
-    let receipt: Value =
-        serde_json::from_slice(&std::fs::read(v["receipt"].as_str().expect("a receipt")).unwrap())
-            .unwrap();
-    assert_eq!(receipt["skill"], "hello");
-    assert_eq!(receipt["failure"]["code"], "inputs_file");
+    assert_eq!(v["skill_name"], "hello", "{v}");
+    assert_eq!(
+        (&v["status"], &v["outcome"]),
+        (&"sealed".into(), &"blocked".into()),
+        "{v}"
+    );
+    let receipt = receipt_of(&v);
+    assert_eq!(receipt["id"], v["receipt_id"]);
+    assert_eq!(receipt["subject"]["ref"]["label"], "hello");
+    assert_eq!(evidence(&receipt)["skill"], "hello");
+    assert_eq!(evidence(&receipt)["failure"]["code"], "inputs_file");
     let (v, _) = json_in(
         ws.path(),
         &["skill", "pkg", "-i", "a=1", "--inputs", "x.json"],
         &[],
     );
     assert_eq!(v["error"]["code"], "mixed_inputs", "{v}");
-    assert!(v["receipt"].is_string(), "{v}");
+    assert!(v["receipt_path"].is_string(), "{v}");
     let before = files_under(&ws.path().join(".runx")).len();
     let (v, code) = json_in(ws.path(), &["skill", "bad"], &[]);
     assert_eq!(code, 64, "{v}");
     assert_eq!(v["error"]["code"], "invalid_profile", "{v}");
-    assert!(v["receipt"].is_null(), "{v}");
+    assert!(v["receipt_path"].is_null(), "{v}");
+    assert_eq!(v["status"], "failure", "{v}");
     assert_eq!(files_under(&ws.path().join(".runx")).len(), before);
 }
 
@@ -145,9 +164,8 @@ fn receipt_cwd_is_normalised() {
     make_executable(&ws.path().join("pkg/pwd.sh"));
     let (v, code) = json_in(ws.path(), &["skill", "pkg"], &[]);
     assert_eq!(code, 0, "{v}");
-    let receipt: Value =
-        serde_json::from_slice(&std::fs::read(v["receipt"].as_str().unwrap()).unwrap()).unwrap();
-    let cwd = receipt["process"]["cwd"].as_str().unwrap();
+    let receipt = receipt_of(&v);
+    let cwd = evidence(&receipt)["process"]["cwd"].as_str().unwrap();
     assert!(!cwd.contains(".."), "{cwd}");
     assert_eq!(
         Path::new(cwd),

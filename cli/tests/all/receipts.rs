@@ -38,7 +38,8 @@ fn signed_run() -> (tempfile::TempDir, PathBuf) {
         &sign_env(),
     );
     assert_eq!(code, 0, "{v}");
-    let receipt = PathBuf::from(v["receipt"].as_str().unwrap());
+    assert_eq!(v["outcome"], "completed", "{v}");
+    let receipt = PathBuf::from(v["receipt_path"].as_str().unwrap());
     (ws, receipt)
 }
 
@@ -55,7 +56,24 @@ fn verify(cwd: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
 #[test]
 fn a_signed_receipt_records_the_run_and_verifies() {
     let (ws, path) = signed_run();
-    let r = read_json(&path);
+    let receipt = read_json(&path);
+    assert_eq!(receipt["schema"], "runx.receipt.v1");
+    // Named by its content address.
+    let id = receipt["id"].as_str().unwrap();
+    assert_eq!(
+        path.file_name().unwrap().to_str().unwrap(),
+        format!("{}.json", id.replacen(':', "-", 1))
+    );
+    assert_eq!(
+        (
+            &receipt["seal"]["disposition"],
+            &receipt["seal"]["reason_code"]
+        ),
+        (&json!("closed"), &json!("process_closed"))
+    );
+    assert_eq!(receipt["subject"]["ref"]["label"], "imports");
+    let r = evidence(&receipt);
+    assert_eq!(r["schema"], "runx-rs.run_evidence.v1");
     let profile = std::fs::read(ws.path().join("pkg/X.yaml")).unwrap();
     assert_eq!(r["profile_digest"], json!(sha256_hex(&profile)));
     assert_eq!(r["runx_version"], json!(env!("CARGO_PKG_VERSION")));
@@ -67,12 +85,17 @@ fn a_signed_receipt_records_the_run_and_verifies() {
     );
     assert!(r["bundle_digest"].as_str().unwrap().starts_with("sha256:"));
     assert!(r["limits"]["heap_bytes"].as_u64().is_some());
-    assert!(r["body_digest"].as_str().unwrap().starts_with("sha256:"));
-    assert_eq!(r["signature"]["alg"], "Ed25519");
-    assert_eq!(r["signature"]["kid"], KID);
-    assert_eq!(r["signature"]["issuer_type"], "ci");
+    // The old seal fields are gone from the evidence: the receipt itself is sealed.
     assert!(
-        r["signature"]["value"]
+        r.get("body_digest").is_none() && r.get("signature").is_none(),
+        "{r}"
+    );
+    assert!(receipt["digest"].as_str().unwrap().starts_with("sha256:"));
+    assert_eq!(receipt["signature"]["alg"], "Ed25519");
+    assert_eq!(receipt["issuer"]["kid"], KID);
+    assert_eq!(receipt["issuer"]["type"], "ci");
+    assert!(
+        receipt["signature"]["value"]
             .as_str()
             .unwrap()
             .starts_with("base64:")
@@ -128,6 +151,9 @@ fn a_signed_receipt_records_the_run_and_verifies() {
     let text = stdout(&out);
     let engine_line = format!("engine     {engine} ");
     for expect in [
+        "schema     runx.receipt.v1",
+        &format!("id         {id}"),
+        "seal       closed (process_closed)",
         "status     sealed",
         "skill      imports 0.1.0",
         "runner     default (javascript)",
@@ -153,23 +179,52 @@ fn public_key() -> String {
 /// An edit of a receipt document.
 type Change = fn(&mut Value);
 
+/// The test key under another id.
+fn other_kid_signer() -> runx_receipts::Signer {
+    runx_receipts::Signer::new("someone-else", SEED, "ci").unwrap()
+}
+
 #[test]
 fn changing_the_body_the_signature_or_the_key_id_fails_and_says_which() {
     let (ws, path) = signed_run();
     let original = read_json(&path);
-    let cases: [(&str, Change, &str, &str); 5] = [
+    let cases: [(&str, Change, &str, &str); 11] = [
         (
-            "body",
-            |r| r["output_digest"] = json!(sha256_hex(b"forged")),
-            "body",
-            "the body was changed",
+            "evidence",
+            |r| r["metadata"]["evidence"]["output_digest"] = json!(sha256_hex(b"forged")),
+            "evidence",
+            "it was changed or removed",
         ),
         (
             "status",
             |r| {
-                r["status"] = json!("failure");
-                r["failure"] = json!({"kind": "exit", "code": "exit_1", "message": "x"});
+                let e = &mut r["metadata"]["evidence"];
+                e["status"] = json!("failure");
+                e["failure"] = json!({"kind": "exit", "code": "exit_1", "message": "x"});
             },
+            "evidence",
+            "it was changed or removed",
+        ),
+        (
+            "evidence removed",
+            |r| {
+                r["metadata"].as_object_mut().unwrap().remove("evidence");
+            },
+            "evidence",
+            "it was changed or removed",
+        ),
+        (
+            "seal",
+            |r| {
+                r["seal"]["disposition"] = json!("failed");
+                r["seal"]["reason_code"] = json!("process_failed");
+            },
+            "body",
+            "the body was changed",
+        ),
+        (
+            "id",
+            |r| r["id"] = json!(format!("sha256:{}", "0".repeat(64))),
             "body",
             "the body was changed",
         ),
@@ -190,15 +245,40 @@ fn changing_the_body_the_signature_or_the_key_id_fails_and_says_which() {
         ),
         (
             "key id",
-            |r| r["signature"]["kid"] = json!("someone-else"),
+            |r| r["issuer"]["kid"] = json!("someone-else"),
+            "body",
+            "the body was changed",
+        ),
+        (
+            "key id, sealed again",
+            |r| runx_receipts::runx::seal(r, Some(&other_kid_signer())),
             "key_id",
-            "key id `someone-else` is not the verification key's id",
+            "no verification key has id `someone-else`",
+        ),
+        (
+            "content address",
+            |r| {
+                // A new id, with the digest and the signature made again over it.
+                r["id"] = json!(format!("sha256:{}", "0".repeat(64)));
+                let digest = runx_receipts::runx::body_digest(r).unwrap();
+                r["digest"] = json!(digest);
+                let key = runx_receipts::Signer::new(KID, SEED, "ci").unwrap();
+                r["signature"]["value"] = json!(key.sign_digest(&digest));
+            },
+            "content_address",
+            "but the receipt's content address is",
+        ),
+        (
+            "local, sealed again",
+            |r| runx_receipts::runx::seal(r, None),
+            "issuer_type",
+            "a local-development signature proves no signer",
         ),
         (
             "unsigned",
             |r| r["signature"] = Value::Null,
-            "unsigned",
-            "unsigned",
+            "schema",
+            "/signature",
         ),
     ];
     for (what, change, check, message) in cases {
@@ -218,18 +298,41 @@ fn changing_the_body_the_signature_or_the_key_id_fails_and_says_which() {
         let report: Value = serde_json::from_str(&stdout(&out)).unwrap();
         assert_eq!(report["status"], "failed");
         assert_eq!(report["receipts"][0]["check"], check, "{what}");
+        // Accepting local development too changes nothing for a receipt changed after it was
+        // signed with a key; the receipt sealed again as local development is whole.
+        let out = verify(
+            ws.path(),
+            &[
+                path.to_str().unwrap(),
+                "--allow-local-development-signatures",
+            ],
+            &sign_env(),
+        );
+        let local = what == "local, sealed again";
+        assert_eq!(
+            out.status.code(),
+            Some(if local { 0 } else { 1 }),
+            "{what}: {}",
+            stdout(&out)
+        );
     }
-    // A byte of the file changed by hand, in place.
-    std::fs::write(&path, serde_json::to_vec_pretty(&original).unwrap()).unwrap();
-    let text = std::fs::read_to_string(&path).unwrap();
-    std::fs::write(&path, text.replacen("\"imports\"", "\"imp0rts\"", 1)).unwrap();
-    let out = verify(ws.path(), &[path.to_str().unwrap()], &sign_env());
-    assert_eq!(out.status.code(), Some(1));
-    assert!(
-        stdout(&out).contains(": body: the body was changed"),
-        "{}",
-        stdout(&out)
-    );
+    // A byte of the file changed by hand, in place: in the evidence, then in the signed body.
+    for (from, to, check) in [
+        ("\"imports\"", "\"imp0rts\"", "evidence"),
+        ("\"process_closed\"", "\"process_c1osed\"", "body"),
+    ] {
+        std::fs::write(&path, serde_json::to_vec_pretty(&original).unwrap()).unwrap();
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert!(text.contains(from), "{from}");
+        std::fs::write(&path, text.replacen(from, to, 1)).unwrap();
+        let out = verify(ws.path(), &[path.to_str().unwrap()], &sign_env());
+        assert_eq!(out.status.code(), Some(1));
+        assert!(
+            stdout(&out).contains(&format!(": {check}: ")),
+            "{from}: {}",
+            stdout(&out)
+        );
+    }
 
     // Another key under the same id.
     std::fs::write(&path, serde_json::to_vec_pretty(&original).unwrap()).unwrap();
@@ -243,6 +346,9 @@ fn changing_the_body_the_signature_or_the_key_id_fails_and_says_which() {
     let out = verify(ws.path(), &[path.to_str().unwrap()], &other);
     assert_eq!(out.status.code(), Some(1));
     assert!(stdout(&out).contains(": public_key: "), "{}", stdout(&out));
+    // The untouched receipt still verifies with its own key.
+    let out = verify(ws.path(), &[path.to_str().unwrap()], &sign_env());
+    assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
 }
 
 #[test]
@@ -251,7 +357,8 @@ fn verify_needs_a_key_and_something_to_verify() {
     let out = verify(ws.path(), &[path.to_str().unwrap()], &[]);
     assert_eq!(out.status.code(), Some(64), "{}", stderr(&out));
     assert!(
-        stderr(&out).contains("RUNX_RECEIPT_VERIFY_KID"),
+        stderr(&out).contains("RUNX_RECEIPT_VERIFY_KID")
+            && stderr(&out).contains("--allow-local-development-signatures"),
         "{}",
         stderr(&out)
     );
@@ -374,29 +481,85 @@ fn keys_given_half_are_refused_before_anything_runs() {
         &[],
     );
     assert_eq!(code, 0, "{v}");
-    let r = read_json(Path::new(v["receipt"].as_str().unwrap()));
-    assert_eq!(r["signature"]["issuer_type"], "hosted");
+    let r = read_json(Path::new(v["receipt_path"].as_str().unwrap()));
+    assert_eq!(r["issuer"]["type"], "hosted");
+    assert_eq!(r["issuer"]["kid"], KID);
 }
 
+/// A receipt made without a signing key carries runx's local-development signature: it proves
+/// the receipt whole, not who wrote it, so a verifier accepts it only when asked to.
 #[test]
 fn unsigned_receipts_say_so_and_do_not_verify() {
     let (ws, _) = workspace_with("imports");
     let (v, code) = json_in(ws.path(), &["skill", "pkg"], &[]);
     assert_eq!(code, 0, "{v}");
-    let path = v["receipt"].as_str().unwrap();
+    let path = v["receipt_path"].as_str().unwrap();
     let r = read_json(Path::new(path));
-    assert_eq!(r["signature"], Value::Null);
-    assert!(r["body_digest"].as_str().unwrap().starts_with("sha256:"));
+    assert_eq!(
+        r["issuer"],
+        json!({"type": "local", "kid": "runtime-skeleton", "public_key_sha256": "sha256:runtime-skeleton-public"})
+    );
+    let digest = r["digest"].as_str().unwrap();
+    assert!(digest.starts_with("sha256:"), "{r}");
+    assert_eq!(
+        r["signature"],
+        json!({"alg": "Ed25519", "value": format!("sig:{digest}")})
+    );
+    // Checked with a key, it is not that key's: `issuer_type`.
     let out = verify(ws.path(), &[path], &sign_env());
     assert_eq!(out.status.code(), Some(1));
     assert!(
-        stdout(&out).contains(": unsigned: the receipt is unsigned"),
+        stdout(&out).contains(
+            ": issuer_type: issuer type `local`: a local-development signature proves no signer"
+        ),
         "{}",
         stdout(&out)
     );
+    // Without a key and without the flag, there is nothing to verify with.
+    let out = verify(ws.path(), &[path], &[]);
+    assert_eq!(out.status.code(), Some(64), "{}", stdout(&out));
+    assert!(
+        stderr(&out).contains("--allow-local-development-signatures"),
+        "{}",
+        stderr(&out)
+    );
+    // With the flag, its integrity is checked, and it holds.
+    let local = [path, "--allow-local-development-signatures"];
+    let out = verify(ws.path(), &local, &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
+    assert!(
+        stdout(&out).contains("integrity only: local development")
+            && stdout(&out).ends_with("1 verified, 0 failed\n"),
+        "{}",
+        stdout(&out)
+    );
+    let out = verify(
+        ws.path(),
+        &[path, "--allow-local-development-signatures", "--json"],
+        &[],
+    );
+    let report: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(
+        (&report["status"], &report["signature_mode"]),
+        (&json!("verified"), &json!("local-development")),
+        "{report}"
+    );
+    assert_eq!(report["receipts"][0]["kid"], "runtime-skeleton");
+    // With a key and the flag, the local receipt is checked as local development.
+    let out = verify(ws.path(), &local, &sign_env());
+    assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
+    // Integrity still counts: a changed local receipt fails under the flag.
+    let mut changed = r.clone();
+    changed["seal"]["summary"] = json!("all good, honestly");
+    std::fs::write(path, serde_json::to_vec_pretty(&changed).unwrap()).unwrap();
+    let out = verify(ws.path(), &local, &[]);
+    assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
+    assert!(stdout(&out).contains(": body: "), "{}", stdout(&out));
+    std::fs::write(path, serde_json::to_vec_pretty(&r).unwrap()).unwrap();
+
     let out = run_in(ws.path(), &["receipt", "show", path], &[]);
     assert!(
-        stdout(&out).contains("signature  unsigned"),
+        stdout(&out).contains("signature  Ed25519 by key `runtime-skeleton` (local)"),
         "{}",
         stdout(&out)
     );
@@ -425,7 +588,7 @@ fn a_harness_receipt_verifies_and_names_its_cases() {
     let receipt_path = ws.path().join(report["receipt"].as_str().unwrap());
     assert!(receipt_path.starts_with(ws.path().join("hr")), "{report}");
     let h = read_json(&receipt_path);
-    assert_eq!(h["schema"], "runx.harness_receipt.v1");
+    assert_eq!(h["schema"], "runx-rs.harness_receipt.v1");
     assert_eq!(h["status"], "failed");
     assert_eq!(
         (h["passed"].clone(), h["failed"].clone()),
@@ -438,8 +601,16 @@ fn a_harness_receipt_verifies_and_names_its_cases() {
         assert_eq!(case["package"], "p");
         assert_eq!(case["passed"], json!(i == 0));
         assert_eq!(case["receipt_digest"], report["cases"][i]["receipt_digest"]);
-        let case_receipt = ws.path().join("hr").join(case["receipt"].as_str().unwrap());
-        assert_eq!(read_json(&case_receipt)["signature"]["kid"], KID);
+        // Case receipts are named by their content address, as runx names receipts.
+        let file = case["receipt"].as_str().unwrap();
+        let case_receipt = read_json(&ws.path().join("hr").join(file));
+        let id = case_receipt["id"].as_str().unwrap();
+        assert_eq!(
+            file,
+            format!("sha256-{}.json", id.strip_prefix("sha256:").unwrap())
+        );
+        assert_eq!(case_receipt["issuer"]["kid"], KID);
+        assert_eq!(evidence(&case_receipt)["case"], *name, "{case_receipt}");
     }
 
     let out = verify(ws.path(), &["hr", "--json"], &sign_env());
@@ -450,7 +621,7 @@ fn a_harness_receipt_verifies_and_names_its_cases() {
         .as_array()
         .unwrap()
         .iter()
-        .find(|r| r["schema"] == "runx.harness_receipt.v1")
+        .find(|r| r["schema"] == "runx-rs.harness_receipt.v1")
         .unwrap();
     assert_eq!(harness["cases"], json!(["p/good", "p/bad"]));
 
@@ -487,6 +658,47 @@ fn a_harness_receipt_verifies_and_names_its_cases() {
         "{}",
         stdout(&out)
     );
+}
+
+/// A harness run without a key: its harness receipt is unsigned and its case receipts carry
+/// the local-development signature; they verify only as local development.
+#[test]
+fn an_unsigned_harness_receipt_verifies_under_local_development_trust() {
+    let ws = tempfile::tempdir().unwrap();
+    let pkg = ws.path().join("p");
+    std::fs::create_dir_all(&pkg).unwrap();
+    std::fs::write(
+        pkg.join("X.yaml"),
+        "skill: p\nrun: { type: javascript, module: m.mjs, export: echo, inputs: { items: array } }\nharness:\n  cases:\n    - name: good\n      inputs: { items: [1] }\n      expect: { output: { exact: { items: [1] } } }\n",
+    )
+    .unwrap();
+    std::fs::write(pkg.join("m.mjs"), ECHO_MODULE).unwrap();
+    let (report, code) = json_in(ws.path(), &["harness", "p", "--receipt-dir", "hr"], &[]);
+    assert_eq!(code, 0, "{report}");
+    let receipt_path = ws.path().join(report["receipt"].as_str().unwrap());
+    let h = read_json(&receipt_path);
+    assert_eq!(h["schema"], "runx-rs.harness_receipt.v1");
+    assert!(h["signature"].is_null(), "{h}");
+    let case = read_json(
+        &ws.path()
+            .join("hr")
+            .join(h["cases"][0]["receipt"].as_str().unwrap()),
+    );
+    assert_eq!(case["issuer"]["type"], "local");
+    let harness = receipt_path.to_str().unwrap();
+    let out = verify(ws.path(), &[harness], &[]);
+    assert_eq!(out.status.code(), Some(64), "{}", stdout(&out));
+    let out = verify(ws.path(), &[harness], &sign_env());
+    assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
+    assert!(stdout(&out).contains(": unsigned: "), "{}", stdout(&out));
+    let out = verify(
+        ws.path(),
+        &["hr", "--allow-local-development-signatures", "--json"],
+        &[],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
+    let v: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(v["verified"], 2, "{v}");
 }
 
 #[test]
@@ -661,7 +873,7 @@ fn the_signing_seed_reaches_no_child_worker_log_or_receipt() {
     let (v, _) = json_in(ws.path(), &["skill", "leak"], &env);
     let public = public_key();
     assert_eq!(
-        v["output"],
+        v["result"],
         json!({
             "receipt_dir": ws.path().join(".runx/receipts").display().to_string(),
             "verify_kid": KID,
@@ -832,7 +1044,7 @@ fn runx_receipt_dir_names_the_receipt_folder() {
         env.push(("REGION", "eu"));
         let (v, code) = json_in(ws.path(), &args, &env);
         assert_eq!(code, 0, "{v}");
-        std::path::PathBuf::from(v["receipt"].as_str().unwrap())
+        std::path::PathBuf::from(v["receipt_path"].as_str().unwrap())
     };
     let from_env = run(&[], &[("RUNX_RECEIPT_DIR", "from-env")]);
     let name = |p: &std::path::Path| p.file_name().unwrap().to_owned();
@@ -854,4 +1066,241 @@ fn runx_receipt_dir_names_the_receipt_folder() {
             .join(default.file_name().unwrap())
             .is_file()
     );
+}
+
+/// Runs `imports` in `ws` with `values`; returns the run's `--json` result.
+fn imports_run(ws: &Path, values: &str, env: &[(&str, &str)]) -> Value {
+    let arg = format!("values={values}");
+    let (v, code) = json_in(ws, &["skill", "pkg", "-i", &arg], env);
+    assert_eq!(code, 0, "{v}");
+    assert_eq!(v["outcome"], "completed", "{v}");
+    v
+}
+
+/// `runx verify` (runx's command): runx's verdict on one receipt and its exit codes: 0 valid,
+/// 3 invalid, 1 when there is no verifier (no key, no `--allow-local-development-signatures`).
+#[test]
+fn runx_verify_gives_runx_verdicts_and_exit_codes() {
+    let (ws, _) = workspace_with("imports");
+    let v = imports_run(ws.path(), "[1]", &[]);
+    let path = v["receipt_path"].as_str().unwrap().to_string();
+    let id = v["receipt_id"].as_str().unwrap().to_string();
+    let runx_verify = |args: &[&str], env: &[(&str, &str)]| {
+        let mut all = vec!["verify"];
+        all.extend_from_slice(args);
+        let out = run_in(ws.path(), &all, env);
+        let code = out.status.code().unwrap();
+        let text = stdout(&out);
+        let verdict: Value = serde_json::from_str(&text)
+            .unwrap_or_else(|e| panic!("not JSON ({e}): {text}{}", stderr(&out)));
+        (verdict, code)
+    };
+    let local = "--allow-local-development-signatures";
+
+    // No key and no flag: no verifier.
+    let (verdict, code) = runx_verify(&["--receipt", &path, "--json"], &[]);
+    assert_eq!(code, 1, "{verdict}");
+    assert_eq!(verdict["status"], "failure", "{verdict}");
+    assert!(
+        verdict["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains(local),
+        "{verdict}"
+    );
+
+    // With the flag: valid, every part of it.
+    let (verdict, code) = runx_verify(&["--receipt", &path, local, "--json"], &[]);
+    assert_eq!(code, 0, "{verdict}");
+    assert_eq!(verdict["schema"], "runx.verify_verdict.v1");
+    assert_eq!(verdict["valid"], true, "{verdict}");
+    assert_eq!(verdict["receipt_id"], id.as_str());
+    assert_eq!(
+        verdict["signature"],
+        json!({"mode": "local-development", "status": "valid", "kid": "runtime-skeleton"})
+    );
+    for part in ["digest", "content_address", "evidence"] {
+        assert_eq!(verdict[part]["status"], "valid", "{part}: {verdict}");
+    }
+    assert_eq!(verdict["findings"], json!([]));
+    // From stdin too.
+    let out = runx()
+        .current_dir(ws.path())
+        .args(["verify", "--receipt", "-", local, "--json"])
+        .stdin(std::fs::File::open(&path).unwrap())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
+    // With a key and without the flag, a local receipt proves no signer: invalid.
+    let (verdict, code) = runx_verify(&["--receipt", &path, "--json"], &sign_env());
+    assert_eq!(code, 3, "{verdict}");
+    assert_eq!(
+        verdict["findings"][0]["code"], "signature_unsupported_issuer",
+        "{verdict}"
+    );
+
+    // The receipt directory, and one receipt of it by a start of its id.
+    let (all, code) = runx_verify(&[local, "--json"], &[]);
+    assert_eq!(code, 0, "{all}");
+    assert_eq!(all["valid"], true, "{all}");
+    assert_eq!(all["trees"][0]["root_receipt_id"], id.as_str(), "{all}");
+    let prefix = &id["sha256:".len().."sha256:".len() + 12];
+    let (one, code) = runx_verify(&[prefix, local, "--json"], &[]);
+    assert_eq!(code, 0, "{one}");
+    assert_eq!(one["trees"].as_array().unwrap().len(), 1, "{one}");
+
+    // Changed after it was written: invalid (3), saying what.
+    let original = read_json(Path::new(&path));
+    for (what, change, part, finding) in [
+        (
+            "seal",
+            (|r: &mut Value| r["seal"]["summary"] = json!("all good")) as Change,
+            "digest",
+            "seal_digest_mismatch",
+        ),
+        (
+            "evidence",
+            |r| r["metadata"]["evidence"]["output_digest"] = json!(sha256_hex(b"forged")),
+            "evidence",
+            "evidence_digest_mismatch",
+        ),
+    ] {
+        let mut r = original.clone();
+        change(&mut r);
+        std::fs::write(&path, serde_json::to_vec_pretty(&r).unwrap()).unwrap();
+        let (verdict, code) = runx_verify(&["--receipt", &path, local, "--json"], &[]);
+        assert_eq!(code, 3, "{what}: {verdict}");
+        assert_eq!(verdict["valid"], false, "{what}");
+        assert_eq!(verdict[part]["status"], "invalid", "{what}: {verdict}");
+        assert_eq!(verdict["findings"][0]["code"], finding, "{what}: {verdict}");
+        let (all, code) = runx_verify(&[local, "--json"], &[]);
+        assert_eq!((code, &all["valid"]), (3, &json!(false)), "{what}: {all}");
+        // The human form says so too.
+        let out = run_in(ws.path(), &["verify", "--receipt", &path, local], &[]);
+        assert_eq!(out.status.code(), Some(3));
+        assert!(
+            stdout(&out).contains(finding) && stdout(&out).contains("verification: FAILED"),
+            "{what}: {}",
+            stdout(&out)
+        );
+    }
+    std::fs::write(&path, serde_json::to_vec_pretty(&original).unwrap()).unwrap();
+
+    // A receipt signed with a key verifies with that key, in production mode.
+    let signed = imports_run(ws.path(), "[2]", &sign_env());
+    let signed_path = signed["receipt_path"].as_str().unwrap();
+    let (verdict, code) = runx_verify(&["--receipt", signed_path, "--json"], &sign_env());
+    assert_eq!(code, 0, "{verdict}");
+    assert_eq!(
+        verdict["signature"],
+        json!({"mode": "production", "status": "valid", "kid": KID})
+    );
+}
+
+/// `runx history`: the receipts of the receipt directory, newest first, each `verified`,
+/// `unverified` or `invalid`; with an id, that one in full.
+#[test]
+fn runx_history_lists_receipts_newest_first_with_their_verification() {
+    let (ws, _) = workspace_with("imports");
+    let first = imports_run(ws.path(), "[1]", &[]);
+    let second = imports_run(ws.path(), "[2]", &sign_env());
+    let third = imports_run(ws.path(), "[3]", &[]);
+    let history = |args: &[&str], env: &[(&str, &str)]| {
+        let mut all = vec!["history"];
+        all.extend_from_slice(args);
+        all.push("--json");
+        let out = run_in(ws.path(), &all, env);
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        serde_json::from_str::<Value>(&stdout(&out)).unwrap()
+    };
+    let rows = |h: &Value| -> Vec<(String, String)> {
+        h["receipts"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| {
+                (
+                    r["id"].as_str().unwrap().to_string(),
+                    r["verification"]["status"].as_str().unwrap().to_string(),
+                )
+            })
+            .collect()
+    };
+    let id = |v: &Value| v["receipt_id"].as_str().unwrap().to_string();
+    let status = |s: &str| s.to_string();
+
+    // No key configured: whole receipts are unverified, signed or not.
+    let h = history(&[], &[]);
+    assert_eq!(
+        rows(&h),
+        [
+            (id(&third), status("unverified")),
+            (id(&second), status("unverified")),
+            (id(&first), status("unverified")),
+        ],
+        "{h}"
+    );
+    let newest = &h["receipts"][0];
+    assert_eq!(
+        (&newest["skill"], &newest["runner"], &newest["status"]),
+        (&json!("imports"), &json!("default"), &json!("closed"))
+    );
+    assert_eq!(newest["source_type"], "local");
+    assert_eq!(h["receipts"][1]["source_type"], "ci");
+    let times: Vec<&str> = h["receipts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["created_at"].as_str().unwrap())
+        .collect();
+    assert!(times.windows(2).all(|w| w[0] >= w[1]), "{times:?}");
+
+    // The key configured (the signing key, or its verification half): the signed one verifies.
+    let public = public_key();
+    let verify_env = [
+        ("RUNX_RECEIPT_VERIFY_KID", KID),
+        (
+            "RUNX_RECEIPT_VERIFY_ED25519_PUBLIC_KEY_BASE64",
+            public.as_str(),
+        ),
+    ];
+    for env in [&sign_env()[..], &verify_env[..]] {
+        let h = history(&[], env);
+        assert_eq!(
+            rows(&h),
+            [
+                (id(&third), status("unverified")),
+                (id(&second), status("verified")),
+                (id(&first), status("unverified")),
+            ],
+            "{h}"
+        );
+    }
+
+    // A receipt changed after it was written is invalid, whatever the key.
+    let path = first["receipt_path"].as_str().unwrap();
+    let mut r = read_json(Path::new(path));
+    r["metadata"]["evidence"]["output_digest"] = json!(sha256_hex(b"forged"));
+    std::fs::write(path, serde_json::to_vec_pretty(&r).unwrap()).unwrap();
+    for env in [&[][..], &sign_env()[..]] {
+        let h = history(&[], env);
+        assert_eq!(rows(&h)[2], (id(&first), status("invalid")), "{h}");
+        assert_eq!(rows(&h)[0].1, "unverified", "{h}");
+    }
+
+    // One receipt by a start of its id, in full.
+    let full = id(&second);
+    let one = history(&[&full["sha256:".len().."sha256:".len() + 12]], &sign_env());
+    assert_eq!(one["receipt"]["id"], full.as_str(), "{one}");
+    assert_eq!(
+        one["receipt"],
+        read_json(Path::new(second["receipt_path"].as_str().unwrap()))
+    );
+    assert_eq!(one["verification"]["status"], "verified", "{one}");
+    assert_eq!(one["verification"]["verdict"]["valid"], true, "{one}");
+    let one = history(&[&id(&first)], &[]);
+    assert_eq!(one["verification"]["status"], "invalid", "{one}");
+    // An id no receipt has is a usage error.
+    let out = run_in(ws.path(), &["history", "0123456789ab", "--json"], &[]);
+    assert_eq!(out.status.code(), Some(64), "{}", stdout(&out));
 }

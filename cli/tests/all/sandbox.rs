@@ -33,8 +33,9 @@ fn skill(ws: &Path, runner: &str) -> (Value, i32) {
     json_in(ws, &["skill", "pkg", runner], &[])
 }
 
-fn receipt(v: &Value) -> Value {
-    serde_json::from_slice(&std::fs::read(v["receipt"].as_str().unwrap()).unwrap()).unwrap()
+/// The evidence of the receipt a run wrote.
+fn run_evidence(v: &Value) -> Value {
+    evidence(&receipt_of(v)).clone()
 }
 
 #[test]
@@ -66,10 +67,10 @@ fn the_real_clock_cannot_be_captured() {
     let (v, code) = skill(ws.path(), "construct");
     assert_eq!(code, 0, "{v}");
     // The prelude no longer calls Reflect.construct at all: the replacement is never called.
-    assert_eq!(v["output"], json!({"date": 0, "real": null}));
+    assert_eq!(v["result"], json!({"date": 0, "real": null}));
     let (v, code) = skill(ws.path(), "frames");
     assert_eq!(code, 0, "{v}");
-    assert_eq!(v["output"], json!({"real": null, "stack": "string"}));
+    assert_eq!(v["result"], json!({"real": null, "stack": "string"}));
 }
 
 #[test]
@@ -91,7 +92,7 @@ fn output_values_follow_json_stringify() {
     let (v, code) = skill(ws.path(), "loose");
     assert_eq!(code, 0, "{v}");
     assert_eq!(
-        v["output"],
+        v["result"],
         json!({"a": 1, "d": "1970-01-01T00:00:00.000Z", "n": null, "m": {}, "l": [null, null]})
     );
     let (v, code) = skill(ws.path(), "surrogate");
@@ -105,8 +106,8 @@ fn output_values_follow_json_stringify() {
     let (v, _) = skill(ws.path(), "deep");
     assert_eq!(v["error"]["kind"], "resource_limit", "{v}");
     assert_eq!(v["error"]["code"], "output_depth");
-    assert_eq!(receipt(&v)["failure"]["code"], "output_depth");
-    assert_eq!(receipt(&v)["limits"]["output_depth"], 100);
+    assert_eq!(run_evidence(&v)["failure"]["code"], "output_depth");
+    assert_eq!(run_evidence(&v)["limits"]["output_depth"], 100);
     let (v, _) = skill(ws.path(), "cycle");
     assert_eq!(v["error"]["kind"], "output_rejected", "{v}");
     assert!(
@@ -135,7 +136,7 @@ fn console_never_throws_and_every_byte_counts() {
     )));
     let (v, _) = skill(ws.path(), "main");
     assert_eq!(v["console"]["dropped_bytes"], dropped);
-    assert_eq!(receipt(&v)["console_dropped_bytes"], dropped);
+    assert_eq!(run_evidence(&v)["console_dropped_bytes"], dropped);
 }
 
 /// 4,000 pages that each logged 60 KB held 242 MB in the host: the bound is one for the run.
@@ -162,10 +163,10 @@ fn a_paged_run_has_one_console_bound() {
     .unwrap();
     let (v, code) = json_in(ws.path(), &["skill", "pkg", "-i", "file=data.json"], &[]);
     assert_eq!(code, 0, "{v}");
-    assert_eq!(v["output"]["pages"], 200);
+    assert_eq!(v["result"]["pages"], 200);
     // One 60,001-byte line fits the 65,536-byte bound; the other 199 are dropped and counted.
     assert_eq!(v["console"]["dropped_bytes"], 199 * 60_001);
-    assert_eq!(receipt(&v)["console_dropped_bytes"], 199 * 60_001);
+    assert_eq!(run_evidence(&v)["console_dropped_bytes"], 199 * 60_001);
     let out = run_in(ws.path(), &["skill", "pkg", "-i", "file=data.json"], &[]);
     assert!(
         out.stderr.len() < 70_000,
@@ -192,7 +193,7 @@ fn giant_failure_messages_are_bounded() {
     let message = v["error"]["message"].as_str().unwrap();
     assert!(message.len() <= 16 * 1024);
     assert!(message.ends_with("[message truncated: 20971520 bytes in total]"));
-    let size = std::fs::metadata(v["receipt"].as_str().unwrap())
+    let size = std::fs::metadata(v["receipt_path"].as_str().unwrap())
         .unwrap()
         .len();
     assert!(size < 64 * 1024, "receipt of {size} bytes");
@@ -251,7 +252,15 @@ fn a_native_builtin_cannot_outlast_the_wall() {
     assert_eq!(code, 1, "{v}");
     assert_eq!(v["error"]["kind"], "resource_limit", "{v}");
     assert_eq!(v["error"]["code"], "wall_milliseconds", "{v}");
-    let took = receipt(&v)["duration_ms"].as_u64().unwrap();
+    let receipt = receipt_of(&v);
+    assert_eq!(
+        (
+            &receipt["seal"]["disposition"],
+            &receipt["seal"]["reason_code"]
+        ),
+        (&json!("timed_out"), &json!("process_timed_out"))
+    );
+    let took = evidence(&receipt)["duration_ms"].as_u64().unwrap();
     assert!(took < 1000 + 1500, "{took} ms: {v}");
 }
 

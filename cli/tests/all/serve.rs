@@ -213,12 +213,20 @@ fn result_text(line: &str) -> &str {
     &line[start..line.len() - 1]
 }
 
-/// Replaces the receipt path (which differs from run to run) in a result's text.
+/// Replaces what differs from run to run in a result's text: the receipt's path and id (a
+/// content address, so of its time too) and the time the run closed.
 fn without_receipt(text: &str, result: &Value) -> String {
-    match result["receipt"].as_str() {
-        Some(p) => text.replace(&serde_json::to_string(p).unwrap(), "\"RECEIPT\""),
-        None => text.to_string(),
+    let mut text = text.to_string();
+    for (value, placeholder) in [
+        (&result["receipt_path"], "\"RECEIPT\""),
+        (&result["receipt_id"], "\"RECEIPT_ID\""),
+        (&result["closure"]["closed_at"], "\"CLOSED_AT\""),
+    ] {
+        if let Some(v) = value.as_str() {
+            text = text.replace(&serde_json::to_string(v).unwrap(), placeholder);
+        }
     }
+    text
 }
 
 #[test]
@@ -286,9 +294,12 @@ fn a_result_is_byte_for_byte_what_skill_json_prints() {
             without_receipt(printed, &cli),
             "runner {runner}: serve and `runx skill --json` differ"
         );
-        if let Some(p) = served["receipt"].as_str() {
+        if let Some(p) = served["receipt_path"].as_str() {
             assert!(Path::new(p).is_file(), "{p}");
+            assert_eq!(receipt_of(&served)["id"], served["receipt_id"]);
         }
+        // The same package, runner and inputs: the same run id.
+        assert_eq!(served["run_id"], cli["run_id"], "runner {runner}");
     }
     // The cases covered sealed and failed runs, console lines and a cli-tool.
     let (code, _) = s.close();
@@ -372,7 +383,7 @@ fn malformed_requests_get_errors_and_the_server_goes_on() {
     );
     let v = s.next();
     assert_eq!(v["id"], "ok", "the notification was answered: {v}");
-    assert_eq!(v["result"]["status"], "sealed", "{v}");
+    assert_eq!(v["result"]["outcome"], "completed", "{v}");
     let (code, rest) = s.close();
     assert_eq!((code, rest.len()), (0, 0), "{rest:?}");
     let receipts = std::fs::read_dir(ws.path().join(".runx/receipts")).unwrap();
@@ -397,9 +408,9 @@ fn concurrent_steps_answer_out_of_order_with_their_ids() {
     let first = s.next();
     let second = s.next();
     assert_eq!(first["id"], "fast", "{first}");
-    assert_eq!(first["result"]["output"]["inputs"], json!({"x": 1}));
+    assert_eq!(first["result"]["result"]["inputs"], json!({"x": 1}));
     assert_eq!(second["id"], "slow", "{second}");
-    assert_eq!(second["result"]["status"], "sealed", "{second}");
+    assert_eq!(second["result"]["outcome"], "completed", "{second}");
     // Many at once: every id answered exactly once, with its own inputs.
     for i in 0..20 {
         s.request(
@@ -412,7 +423,7 @@ fn concurrent_steps_answer_out_of_order_with_their_ids() {
     for _ in 0..20 {
         let v = s.next();
         let id = v["id"].as_i64().unwrap();
-        assert_eq!(v["result"]["output"]["inputs"]["i"], id, "{v}");
+        assert_eq!(v["result"]["result"]["inputs"]["i"], id, "{v}");
         assert!(seen.insert(id));
     }
     assert_eq!(s.close().0, 0);
@@ -440,7 +451,8 @@ fn cancel_kills_that_steps_worker_or_process_group_only() {
     let started = Instant::now();
     s.request(json!("c1"), "cancel", json!({"id": "spin"}));
     let v = s.answer(&json!("spin"));
-    assert_eq!(v["result"]["status"], "failure", "{v}");
+    assert_eq!(v["result"]["status"], "sealed", "{v}");
+    assert_eq!(v["result"]["outcome"], "failed", "{v}");
     assert_eq!(v["result"]["error"]["kind"], "interrupted", "{v}");
     assert!(
         started.elapsed() < Duration::from_secs(5),
@@ -448,11 +460,16 @@ fn cancel_kills_that_steps_worker_or_process_group_only() {
         started.elapsed()
     );
     assert_eq!(s.answer(&json!("c1"))["result"], json!({"cancelled": true}));
-    let receipt: Value =
-        serde_json::from_slice(&std::fs::read(v["result"]["receipt"].as_str().unwrap()).unwrap())
-            .unwrap();
-    assert_eq!(receipt["status"], "failure");
-    assert_eq!(receipt["failure"]["kind"], "interrupted");
+    let receipt = receipt_of(&v["result"]);
+    assert_eq!(
+        (
+            &receipt["seal"]["disposition"],
+            &receipt["seal"]["reason_code"]
+        ),
+        (&json!("killed"), &json!("process_killed"))
+    );
+    assert_eq!(evidence(&receipt)["status"], "failure");
+    assert_eq!(evidence(&receipt)["failure"]["kind"], "interrupted");
     // The cli-tool step was untouched by that; now cancel it too, twice at once: only the
     // first cancel cancels it (the step may still be ending when the second arrives).
     s.request(json!("c2"), "cancel", json!({"id": "sleep"}));
@@ -490,7 +507,7 @@ fn cancel_kills_that_steps_worker_or_process_group_only() {
         json!({"skill": "steps", "inputs": {"n": 2}}),
     );
     let v = s.answer(&json!("after"));
-    assert_eq!(v["result"]["status"], "sealed", "{v}");
+    assert_eq!(v["result"]["outcome"], "completed", "{v}");
     assert_eq!(s.close().0, 0);
 }
 
@@ -524,11 +541,11 @@ fn busy_past_the_queue_limit() {
         (json!(2), json!(-32600)),
         "{v}"
     );
-    assert_eq!(s.answer(&json!(1))["result"]["status"], "sealed");
-    assert_eq!(s.answer(&json!(2))["result"]["status"], "sealed");
+    assert_eq!(s.answer(&json!(1))["result"]["outcome"], "completed");
+    assert_eq!(s.answer(&json!(2))["result"]["outcome"], "completed");
     // Room again.
     s.request(json!(4), "run", json!({"skill": "steps"}));
-    assert_eq!(s.answer(&json!(4))["result"]["status"], "sealed");
+    assert_eq!(s.answer(&json!(4))["result"]["outcome"], "completed");
 }
 
 #[test]
@@ -547,14 +564,14 @@ fn shutdown_lets_steps_in_flight_finish_then_exits_zero() {
     s.request(json!(3), "run", json!({"skill": "steps"}));
     let answers = [s.next(), s.next(), s.next()];
     assert_eq!(answers[0]["id"], 1);
-    assert_eq!(answers[0]["result"]["status"], "sealed");
+    assert_eq!(answers[0]["result"]["outcome"], "completed");
     assert_eq!(answers[1]["id"], 2);
     assert_eq!(
         answers[2],
         json!({"jsonrpc": "2.0", "id": "bye", "result": null})
     );
     for a in &answers[..2] {
-        assert!(Path::new(a["result"]["receipt"].as_str().unwrap()).is_file());
+        assert!(Path::new(a["result"]["receipt_path"].as_str().unwrap()).is_file());
     }
     let (code, rest) = s.close();
     assert_eq!((code, rest), (0, vec![]));
@@ -578,7 +595,7 @@ fn shutdown_with_cancel_interrupts_steps_in_flight() {
     let b = s.answer(&json!(2));
     for v in [&a, &b] {
         assert_eq!(v["result"]["error"]["kind"], "interrupted", "{v}");
-        assert!(Path::new(v["result"]["receipt"].as_str().unwrap()).is_file());
+        assert!(Path::new(v["result"]["receipt_path"].as_str().unwrap()).is_file());
     }
     assert_eq!(s.answer(&json!("bye"))["result"], Value::Null);
     assert!(started.elapsed() < Duration::from_secs(5));
@@ -598,7 +615,7 @@ fn end_of_input_finishes_steps_in_flight() {
     let (code, rest) = s.close();
     assert_eq!(code, 0);
     assert_eq!(rest.len(), 1, "{rest:?}");
-    assert_eq!(rest[0]["result"]["status"], "sealed");
+    assert_eq!(rest[0]["result"]["outcome"], "completed");
 }
 
 #[test]
@@ -626,7 +643,7 @@ fn progress_notifications_come_before_the_result_when_asked() {
             v["params"]["bytes"].as_u64().unwrap(),
         ));
     };
-    assert_eq!(result["result"]["output"], json!({"n": 40}), "{result}");
+    assert_eq!(result["result"]["result"], json!({"n": 40}), "{result}");
     assert!(pages.len() > 3, "{pages:?}");
     for (i, (index, _)) in pages.iter().enumerate() {
         assert_eq!(*index, i as u64);
@@ -658,7 +675,7 @@ fn env_and_the_hosts_baseline_are_all_a_step_sees_and_paths_are_relative_to_the_
         json!({"skill": "steps", "runner": "env", "cwd": "work", "receipt_dir": "rcpt"}),
     );
     let v = s.next();
-    let stdout = v["result"]["output"]["stdout"]
+    let stdout = v["result"]["result"]["stdout"]
         .as_str()
         .unwrap()
         .to_string();
@@ -681,7 +698,7 @@ fn env_and_the_hosts_baseline_are_all_a_step_sees_and_paths_are_relative_to_the_
         "{stdout}"
     );
     assert!(
-        v["result"]["receipt"]
+        v["result"]["receipt_path"]
             .as_str()
             .unwrap()
             .starts_with(ws.path().join("rcpt").to_str().unwrap()),
@@ -694,13 +711,13 @@ fn env_and_the_hosts_baseline_are_all_a_step_sees_and_paths_are_relative_to_the_
     );
     let v = s.next();
     assert_eq!(
-        v["result"]["output"]["environment"],
+        v["result"]["result"]["environment"],
         json!({"REGION": "eu", "SECRET": "s"})
     );
     s.request(json!(3), "run", json!({"skill": "steps"}));
     let v = s.next();
     assert_eq!(
-        v["result"]["output"]["environment"],
+        v["result"]["result"]["environment"],
         json!({}),
         "the server's own environment leaked: {v}"
     );
@@ -745,7 +762,7 @@ fn a_worker_killed_mid_step_fails_that_step_only() {
         json!({"skill": "steps", "inputs": {"n": 3}}),
     );
     let v = s.next();
-    assert_eq!(v["result"]["status"], "sealed", "{v}");
+    assert_eq!(v["result"]["outcome"], "completed", "{v}");
 }
 
 #[test]
@@ -767,7 +784,7 @@ fn a_cancelled_queued_step_answers_at_once() {
         v["result"]["runner"], "echo",
         "the receipt names the step: {v}"
     );
-    assert!(Path::new(v["result"]["receipt"].as_str().unwrap()).is_file());
+    assert!(Path::new(v["result"]["receipt_path"].as_str().unwrap()).is_file());
     assert!(
         started.elapsed() < Duration::from_secs(2),
         "it waited for the running step: {:?}",
@@ -947,12 +964,17 @@ fn steps_are_signed_with_the_servers_key_and_half_a_key_refuses_to_start() {
     let mut s = Session::start_with_env(ws.path(), &["--pool-size", "1"], &key);
     s.request(json!(1), "run", json!({"skill": "steps"}));
     let answer = s.answer(&json!(1));
-    let receipt = answer["result"]["receipt"].as_str().unwrap().to_string();
+    let receipt = answer["result"]["receipt_path"]
+        .as_str()
+        .unwrap()
+        .to_string();
     let (code, _) = s.close();
     assert_eq!(code, 0);
     let text = std::fs::read_to_string(&receipt).unwrap();
     let r: Value = serde_json::from_str(&text).unwrap();
-    assert_eq!(r["signature"]["kid"], "serve-key", "{r}");
+    assert_eq!(r["issuer"]["kid"], "serve-key", "{r}");
+    assert_eq!(r["issuer"]["type"], "ci", "{r}");
+    assert_eq!(r["signature"]["alg"], "Ed25519", "{r}");
     assert!(!text.contains(seed), "the seed is in the receipt");
     // Half a key is a usage error before the server reads anything.
     let out = run_in(ws.path(), &["serve"], &key[..1]);
@@ -990,8 +1012,8 @@ fn a_tool_finds_python_without_env_and_bare_names_resolve_as_in_the_cli() {
         json!({"skill": "steps", "runner": "python"}),
     );
     let v = s.next();
-    assert_eq!(v["result"]["status"], "sealed", "{v}");
-    assert_eq!(v["result"]["output"], json!({"ok": true}), "{v}");
+    assert_eq!(v["result"]["outcome"], "completed", "{v}");
+    assert_eq!(v["result"]["result"], json!({"ok": true}), "{v}");
 }
 
 /// Issue 28: a package's profile and module closure are kept between steps while unchanged,
@@ -1010,12 +1032,12 @@ fn a_module_changed_between_two_steps_is_read_again() {
     let mut s = Session::start(ws.path(), &["--pool-size", "1"]);
     for id in 1..=2 {
         s.request(json!(id), "run", json!({"skill": "kept"}));
-        assert_eq!(s.next()["result"]["output"], json!({"v": 1}));
+        assert_eq!(s.next()["result"]["result"], json!({"v": 1}));
     }
     // The same size, within the same tick of the file system's clock: only the bytes tell.
     std::fs::write(pkg.join("m.mjs"), "export const v = () => ({ v: 2 });\n").unwrap();
     s.request(json!(3), "run", json!({"skill": "kept"}));
-    assert_eq!(s.next()["result"]["output"], json!({"v": 2}));
+    assert_eq!(s.next()["result"]["result"], json!({"v": 2}));
     std::fs::write(
         pkg.join("X.yaml"),
         "skill: kept\nrun:\n  type: javascript\n  module: m.mjs\n  export: w\n",
@@ -1065,7 +1087,7 @@ fn info_answers_the_pool_size_queue_and_version_at_once() {
         v["error"]["message"].as_str().unwrap().contains("info"),
         "{v}"
     );
-    assert_eq!(s.answer(&json!(1))["result"]["status"], "sealed");
+    assert_eq!(s.answer(&json!(1))["result"]["outcome"], "completed");
 }
 
 /// `receipt_body: true` makes the receipt travel with the result: the document of the receipt
@@ -1097,10 +1119,15 @@ fn receipt_body_is_the_document_of_the_receipt_file_and_verifies_elsewhere() {
             json!({"skill": "steps", "runner": runner, "inputs": inputs, "receipt_body": true}),
         );
         let result = s.answer(&json!(id))["result"].clone();
-        let path = result["receipt"].as_str().expect("a receipt").to_string();
+        let path = result["receipt_path"]
+            .as_str()
+            .expect("a receipt")
+            .to_string();
         let file: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
         assert_eq!(result["receipt_body"], file, "runner {runner}");
-        assert_eq!(file["runner"], runner);
+        assert_eq!(file["schema"], "runx.receipt.v1");
+        assert_eq!(file["id"], result["receipt_id"]);
+        assert_eq!(evidence(&file)["runner"], runner);
         std::fs::write(
             collected.join(format!("{runner}.json")),
             result["receipt_body"].to_string(),
@@ -1135,7 +1162,7 @@ fn receipt_body_is_the_document_of_the_receipt_file_and_verifies_elsewhere() {
     // A changed body does not verify.
     let echo = collected.join("echo.json");
     let mut body: Value = serde_json::from_str(&std::fs::read_to_string(&echo).unwrap()).unwrap();
-    body["runner"] = json!("spin");
+    body["metadata"]["evidence"]["runner"] = json!("spin");
     std::fs::write(&echo, body.to_string()).unwrap();
     let out = run_in(ws.path(), &["receipt", "verify", "collected"], &key);
     assert_eq!(out.status.code(), Some(1));
@@ -1158,7 +1185,7 @@ fn a_request_sent_when_an_answer_is_read_is_never_busy() {
         );
         let v = s.next();
         assert_eq!(v["id"], i, "{v}");
-        assert_eq!(v["result"]["status"], "sealed", "request {i}: {v}");
+        assert_eq!(v["result"]["outcome"], "completed", "request {i}: {v}");
     }
     let (code, _) = s.close();
     assert_eq!(code, 0);

@@ -133,7 +133,7 @@ fn an_input_cannot_redirect_another_inputs_file() {
         "{v}"
     );
     let (v, code) = json_in(ws.path(), &["skill", "pkg", "-i", "doc=hello"], &[]);
-    assert_eq!((code, &v["output"]["stdout"]), (0, &json!("hello")), "{v}");
+    assert_eq!((code, &v["result"]["stdout"]), (0, &json!("hello")), "{v}");
     // A runner may not declare a name the runtime sets, so the caller's environment cannot
     // stand in for it either.
     tool(
@@ -241,10 +241,16 @@ fn sigterm_and_sighup_interrupt_like_ctrl_c() {
         assert_eq!(out.status.code(), Some(code), "{signal}: {out:?}");
         let (v, _) = json_of(&out);
         assert_eq!(v["error"]["kind"], "interrupted", "{signal}: {v}");
-        let receipt: Value =
-            serde_json::from_slice(&std::fs::read(v["receipt"].as_str().unwrap()).unwrap())
-                .unwrap();
-        assert_eq!(receipt["failure"]["kind"], "interrupted");
+        let receipt = receipt_of(&v);
+        assert_eq!(evidence(&receipt)["failure"]["kind"], "interrupted");
+        assert_eq!(
+            (
+                &receipt["seal"]["disposition"],
+                &receipt["seal"]["reason_code"]
+            ),
+            (&json!("killed"), &json!("process_killed")),
+            "{signal}"
+        );
         assert!(
             dies_within(tool_pid, Duration::from_secs(1)),
             "{signal}: the tool survived"
@@ -377,7 +383,7 @@ fn descendants_that_escape_with_setsid_are_killed() {
             ESCAPE,
             "    cwd: \"{{env.RUNX_CWD}}\"\n    timeout_seconds: 1\n    args: [\"{{input.mode}}\"]\n    inputs:\n      mode: { type: string, default: exit }\n",
         );
-        for (mode, status) in [("exit", "sealed"), ("wait", "failure")] {
+        for (mode, outcome) in [("exit", "completed"), ("wait", "failed")] {
             let _ = std::fs::remove_file(ws.path().join("escaped.pid"));
             let arg = format!("mode={mode}");
             let (v, _) = json_in(
@@ -385,7 +391,14 @@ fn descendants_that_escape_with_setsid_are_killed() {
                 &["skill", "pkg", "-i", &arg],
                 &[("RUNX_CGROUP", cgroup)],
             );
-            assert_eq!(v["status"], status, "{cgroup}/{mode}: {v}");
+            assert_eq!(v["status"], "sealed", "{cgroup}/{mode}: {v}");
+            assert_eq!(v["outcome"], outcome, "{cgroup}/{mode}: {v}");
+            let closure = if mode == "wait" {
+                "timed_out"
+            } else {
+                "closed"
+            };
+            assert_eq!(v["closure"]["disposition"], closure, "{cgroup}/{mode}: {v}");
             let escaped = wait_for_pid(&ws.path().join("escaped.pid"));
             assert!(
                 dies_within(escaped, Duration::from_millis(500)),
@@ -444,7 +457,7 @@ fn inherited_descriptors_do_not_reach_children() {
     };
     let out = with_fd7(&["skill", "pkg", "--json"]).output().unwrap();
     let (v, _) = json_of(&out);
-    assert_eq!(v["output"]["stdout"], "clean\n", "{v}");
+    assert_eq!(v["result"]["stdout"], "clean\n", "{v}");
     // The worker: look at its descriptors while it computes.
     let child = with_fd7(&["skill", "js"]).spawn().unwrap();
     let runx_pid = child.id() as i32;

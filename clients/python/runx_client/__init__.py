@@ -8,17 +8,20 @@ block ends; :class:`AsyncClient` does the same for asyncio. Standard library onl
 >>> from runx_client import Client, RunxError
 >>> with Client("runx") as runx:                                      # doctest: +SKIP
 ...     step = runx.run("skill-fixtures/hello", {"name": "Ada"}, env={"REGION": "eu"})
-...     step.output["greeting"]
-'Hello, Ada.'
+...     step.result["greeting"], step.outcome, step.receipt_id[:7]
+('Hello, Ada.', 'completed', 'sha256:')
 
 :meth:`Client.submit` returns a :class:`Step`, a ``concurrent.futures.Future``: ``wait`` and
 ``as_completed`` take steps. At most the server's ``pool_size + queue`` steps are in the
 server at once; the rest wait in the client, so a burst of submissions is never refused busy.
 
-A step that ran and failed raises :class:`RunxError` carrying runx's failure ``kind`` and
-``code`` (``check=False`` returns the failed :class:`StepResult` instead). A request that could
+A result is runx's ``runx.skill_run.v1`` envelope, as ``runx skill --json`` prints it: a step
+succeeded when its ``outcome`` is ``"completed"`` (:attr:`StepResult.ok`); its ``status`` is
+``"sealed"`` whenever its receipt was written, a failed run's too. A step that ran and failed
+raises :class:`RunxError` carrying runx's failure ``kind`` and ``code`` (``check=False``
+returns the failed :class:`StepResult` instead). A request that could
 not run at all raises :class:`ServeError`; a server that exited, :class:`ServerGone`, with what
-it wrote to stderr. A progress callback that raised makes a sealed step raise
+it wrote to stderr. A progress callback that raised makes a completed step raise
 :class:`CallbackError`. Every error pickles.
 """
 
@@ -35,13 +38,14 @@ from .errors import (
     ServeError,
     ServerGone,
 )
-from .results import Progress, StepResult
+from .results import SKILL_RUN_SCHEMA, Progress, StepResult
 
-__version__ = "0.2.0"
+__version__ = "0.3.0"
 
 __all__ = [
     "BUSY",
     "PACKAGE_FAILURE",
+    "SKILL_RUN_SCHEMA",
     "AsyncClient",
     "AsyncStep",
     "BusyError",

@@ -77,8 +77,9 @@ class Step(Future[StepResult]):
 
     A step that ran and failed completes with :class:`RunxError` (``result(check=False)``
     returns the failed :class:`StepResult` instead). When the step's progress callback
-    raised, a sealed step completes with :class:`CallbackError` (the callback's exception is
-    its ``__cause__`` and :attr:`callback_error`), after the exception was logged.
+    raised, a step whose run completed (``outcome`` ``"completed"``) completes with
+    :class:`CallbackError` (the callback's exception is its ``__cause__`` and
+    :attr:`callback_error`), after the exception was logged.
 
     Callbacks given to :meth:`add_done_callback` run on the client's callback threads, after
     the step's progress callbacks, never on the thread that reads answers.
@@ -160,7 +161,7 @@ class Step(Future[StepResult]):
         error = self.callback_error
         if isinstance(outcome, StepResult) and error is not None:
             failed = CallbackError(
-                f"step {self.id!r} sealed, but its progress callback raised "
+                f"step {self.id!r} completed, but its progress callback raised "
                 f"{type(error).__name__}: {error}",
                 self.id,
                 outcome,

@@ -56,7 +56,8 @@ class RunxError(Exception):
     """A step that ran and failed, or a package that cannot be loaded: runx's failure
     ``kind`` (``input``, ``resource_limit``, ``interrupted``, ...), ``code`` and message.
     ``result`` is the failed :class:`~runx_client.StepResult` (with its receipt), when the
-    step ran."""
+    step ran (its ``outcome`` is ``"failed"`` or ``"blocked"``; its ``status`` is ``"sealed"``
+    when the receipt was written, as runx reports a failed run it sealed)."""
 
     def __init__(
         self, kind: str, code: str, message: str, result: Optional["StepResult"] = None
@@ -73,12 +74,23 @@ class RunxError(Exception):
 
     @property
     def receipt(self) -> Optional[str]:
-        """The failed run's receipt, when it was written."""
-        return self.result.receipt if self.result is not None else None
+        """The failed run's receipt file (``receipt_path``), when it was written."""
+        return self.result.receipt_path if self.result is not None else None
+
+    @property
+    def receipt_id(self) -> Optional[str]:
+        """The failed run's receipt id (``sha256:...``), when it was written."""
+        return self.result.receipt_id if self.result is not None else None
+
+    @property
+    def outcome(self) -> Optional[str]:
+        """``"failed"``, or ``"blocked"`` when the inputs were refused before the run; ``None``
+        when the step did not run (a package that cannot be loaded)."""
+        return self.result.outcome if self.result is not None else None
 
 
 class CallbackError(Exception):
-    """The step ran and sealed, but its progress callback raised. The callback's exception is
+    """The step ran and completed, but its progress callback raised. The callback's exception is
     ``__cause__`` (and :attr:`Step.callback_error <runx_client.Step.callback_error>`); the
     step's result is ``result``. A pickled ``CallbackError`` keeps the message, which names
     the callback's exception, but not the exception itself."""

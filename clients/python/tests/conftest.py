@@ -97,6 +97,7 @@ import json, os, sys, time
 
 mode = os.environ.get("FAKE_MODE", "")
 refused = set()
+SCHEMA = "runx.skill_run.v1"
 
 
 def send(message):
@@ -138,11 +139,27 @@ for line in sys.stdin:
         send({{"jsonrpc": "2.0", "id": 987654, "result": {{"status": "sealed"}}}})
         send({{"jsonrpc": "2.0", "method": "progress", "params": {{"id": 987654, "page_index": 0}}}})
         send({{"jsonrpc": "2.0", "method": "progress", "params": {{"id": rid, "page_index": "x"}}}})
-        if params.get("inputs", {{}}).get("n") == 3:  # an answer the client cannot read
-            answer(rid, {{"status": "sealed", "console": "not an object"}})
+        n = params.get("inputs", {{}}).get("n")
+        if n == 3:  # an answer the client cannot read
+            answer(rid, {{"schema": SCHEMA, "status": "sealed", "outcome": "completed",
+                         "console": "not an object"}})
             continue
-    answer(rid, {{"status": "sealed", "skill": "fake", "runner": "r", "output": params.get("inputs"),
-                 "receipt": None, "error": None, "console": None, "stderr": None}})
+        if n == 5:  # a run result of another schema
+            answer(rid, {{"schema": "runx.skill_run.v9", "status": "sealed", "outcome": "completed"}})
+            continue
+        if n == 6:  # a runx.skill_run.v1 without its outcome
+            answer(rid, {{"schema": SCHEMA, "status": "sealed", "result": {{}}}})
+            continue
+    if mode == "legacy":  # the result of a runx older than runx.skill_run.v1
+        answer(rid, {{"status": "sealed", "skill": "fake", "runner": "r", "output": params.get("inputs"),
+                     "receipt": "/r/1.json", "error": None, "console": None, "stderr": None}})
+        continue
+    answer(rid, {{"schema": SCHEMA, "status": "sealed", "skill_name": "fake", "runner": "r",
+                 "run_id": "run_r_0123456789abcdef", "receipt_id": "sha256:" + "0" * 64,
+                 "closure": {{"disposition": "closed", "reason_code": "process_closed",
+                             "summary": "fake r completed", "closed_at": "2026-01-01T00:00:00.000Z"}},
+                 "result": params.get("inputs"), "outcome": "completed", "next": None,
+                 "receipt_path": None, "console": None, "stderr": None}})
     if mode == "exit-after-one":
         sys.stderr.write("fake: the disk is on fire\\n")
         sys.exit(3)

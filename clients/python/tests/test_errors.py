@@ -25,14 +25,19 @@ from runx_client import (
 )
 
 RESULT = StepResult(
-    status="failure",
-    skill="steps",
+    status="sealed",
+    schema="runx.skill_run.v1",
+    skill_name="steps",
     runner="needs-region",
-    output=None,
-    receipt="/tmp/r.json",
-    error={"kind": "environment", "code": "missing_environment", "message": "REGION"},
-    receipt_body={"id": "1-2-3", "status": "failure"},
-    raw={"status": "failure"},
+    run_id="run_needs-region_0123456789abcdef",
+    receipt_id="sha256:" + "ab" * 32,
+    closure={"disposition": "failed", "reason_code": "process_failed"},
+    result=None,
+    outcome="failed",
+    receipt_path="/tmp/sha256-" + "ab" * 32 + ".json",
+    error={"exit_code": None, "kind": "environment", "code": "missing_environment", "message": "REGION"},
+    receipt_body={"id": "sha256:" + "ab" * 32, "schema": "runx.receipt.v1"},
+    raw={"status": "sealed", "outcome": "failed"},
 )
 
 
@@ -56,6 +61,12 @@ def test_errors_round_trip_through_pickle(error: Exception) -> None:
     assert str(clone) == str(error)
     assert vars(clone) == vars(error)
     assert clone.args == error.args
+    if isinstance(error, RunxError) and error.result is not None:
+        assert (clone.receipt, clone.receipt_id, clone.outcome) == (
+            RESULT.receipt_path,
+            RESULT.receipt_id,
+            "failed",
+        )
 
 
 def failing_step(runx_bin: str, workspace: str) -> Any:
@@ -77,6 +88,7 @@ def test_a_step_failing_in_a_process_pool_raises_its_runx_error_in_the_parent(
     assert error.receipt is not None and Path(error.receipt).is_file()
     assert error.result is not None and error.result.receipt_body is not None
     assert error.result.receipt_body == json.loads(Path(error.receipt).read_text())
+    assert error.result.receipt_body["id"] == error.receipt_id == error.result.receipt_id
 
 
 @pytest.mark.parametrize("stderr", [None, subprocess.DEVNULL], ids=["logged", "devnull"])

@@ -41,7 +41,9 @@ def test_steps_are_futures_for_as_completed_and_wait(runx_bin: str, workspace: P
         (completed,) = list(as_completed([failed], timeout=30))
         error = completed.exception()
         assert isinstance(error, RunxError) and error.code == "missing_environment"
-        assert failed.result(check=False).status == "failure"
+        # runx's convention: a failed run whose receipt was written is "sealed"; it failed.
+        unchecked = failed.result(check=False)
+        assert (unchecked.status, unchecked.outcome, unchecked.ok) == ("sealed", "failed", False)
 
 
 def test_five_hundred_submissions_at_once_all_complete_with_the_default_queue(
@@ -106,7 +108,22 @@ def test_lines_that_are_no_answer_of_ours_are_ignored(fake_serve: str, monkeypat
         with pytest.raises(ServeError, match="cannot read"):
             runx.run("x", {"n": 3}, timeout=30)
         assert runx.run("x", {"n": 4}, timeout=30).output == {"n": 4}
+        with pytest.raises(ServeError, match="cannot read.*runx.skill_run.v9"):
+            runx.run("x", {"n": 5}, timeout=30)
+        with pytest.raises(ServeError, match="cannot read.*without an outcome"):
+            runx.run("x", {"n": 6}, timeout=30)
     assert seen == [], "a malformed progress reached the callback"
+
+
+def test_the_result_of_a_runx_before_the_envelope_still_reads(
+    fake_serve: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("FAKE_MODE", "legacy")
+    with Client(fake_serve) as runx:
+        result = runx.run("x", {"n": 1}, timeout=30)
+    assert result.ok and result.outcome == "completed" and result.schema is None
+    assert (result.result, result.skill_name, result.receipt_path) == ({"n": 1}, "fake", "/r/1.json")
+    assert (result.output, result.skill, result.receipt) == ({"n": 1}, "fake", "/r/1.json")
 
 
 def test_a_slow_progress_callback_holds_up_no_other_step(runx_bin: str, workspace: Path) -> None:
@@ -184,7 +201,8 @@ def test_asyncio_gather_over_steps(runx_bin: str, workspace: Path) -> None:
             with pytest.raises(RunxError):
                 await runx.run("steps", runner="needs-region")
             failed = await runx.run("steps", runner="needs-region", check=False)
-            assert failed.status == "failure" and failed.receipt is not None
+            assert failed.status == "sealed" and failed.outcome == "failed" and not failed.ok
+            assert failed.receipt_path is not None and failed.receipt == failed.receipt_path
 
             # A timeout cancels the step in the server; so does cancelling its future.
             with pytest.raises(TimeoutError):

@@ -1,0 +1,213 @@
+//! `runx history [RECEIPT_ID]`: the receipts of the receipt directory, newest first, each
+//! classified as runx classifies it; with an id, that receipt in full.
+//!
+//! - `verified`: a verification key is configured (`RUNX_RECEIPT_VERIFY_*`, or a
+//!   `RUNX_RECEIPT_SIGN_*` key) and the receipt verifies with it;
+//! - `unverified`: the receipt is whole (digest, content address, evidence), so it is what it
+//!   was written as, but nothing proves who wrote it: a local-development receipt, or (with no
+//!   key configured) one signed by a key this machine does not have;
+//! - `invalid`: anything else: changed, not a receipt, or (with a key) not signed by it.
+
+use super::verify::matches_id;
+use crate::store::{reading_dir, receipts};
+use runx_receipts::runx::{RunxVerdict, Trust, verdict};
+use serde_json::{Value, json};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+#[derive(clap::Args)]
+pub struct HistoryArgs {
+    /// Show this receipt in full (its id, or a unique start of it of 8 digits or more).
+    pub receipt_id: Option<String>,
+    /// The receipt directory; without it, `RUNX_RECEIPT_DIR`, else `.runx/receipts`.
+    #[arg(long, value_name = "DIR")]
+    pub receipt_dir: Option<PathBuf>,
+    /// List at most N receipts (the newest).
+    #[arg(long, value_name = "N")]
+    pub limit: Option<usize>,
+    /// Accepted as runx accepts it; an id is always shown in full.
+    #[arg(long, hide = true)]
+    pub detail: bool,
+    /// Print JSON on stdout.
+    #[arg(long, short = 'j')]
+    pub json: bool,
+}
+
+/// `verified`, `unverified` or `invalid` (see the module's documentation).
+fn classify(doc: &Value, key: Option<&Trust>) -> (&'static str, RunxVerdict) {
+    if let Some(Trust::Key(key)) = key {
+        // A receipt made without a key is whole or not; a key's is verified or not.
+        let v = verdict(doc, &Trust::KeyOrLocal(key.clone()));
+        let local = doc["issuer"]["type"] == "local";
+        let status = match (v.valid, local) {
+            (true, true) => "unverified",
+            (true, false) => "verified",
+            (false, _) => "invalid",
+        };
+        return (status, v);
+    }
+    let v = verdict(doc, &Trust::LocalDevelopment);
+    let whole = v.digest.status == "valid"
+        && v.content_address.status == "valid"
+        && v.evidence.status != "invalid";
+    // A key's signature cannot be checked without the key: only that finding is allowed.
+    let unchecked_key = v.findings.len() == 1
+        && v.findings[0].code == "signature_malformed"
+        && doc["signature"]["value"]
+            .as_str()
+            .is_some_and(|s| s.starts_with("base64:"));
+    let status = if whole && (v.findings.is_empty() || unchecked_key) {
+        "unverified"
+    } else {
+        "invalid"
+    };
+    (status, v)
+}
+
+fn entry(file: &std::path::Path, doc: &Value, status: &str) -> Value {
+    let evidence = &doc["metadata"]["evidence"];
+    let artifact_types: Vec<Value> = doc["acts"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .flat_map(|a| a["artifact_refs"].as_array().cloned().unwrap_or_default())
+        .filter_map(|r| r.get("label").cloned())
+        .collect();
+    let id = doc["id"].as_str().unwrap_or_default();
+    let disposition = doc["seal"]["disposition"].as_str().unwrap_or_default();
+    json!({
+        "id": id,
+        "receipt_ref": format!("runx:receipt:{id}"),
+        "name": doc["subject"]["ref"]["label"].as_str()
+            .or(doc["subject"]["ref"]["uri"].as_str()),
+        "skill": evidence["skill"], "runner": evidence["runner"],
+        "status": disposition,
+        "created_at": doc["created_at"],
+        "harness_id": doc["subject"]["ref"]["uri"],
+        "harness_state": if disposition == "closed" { "sealed" } else { disposition },
+        "summary": doc["seal"]["summary"],
+        "source_type": doc["issuer"]["type"],
+        "actors": [doc["authority"]["actor_ref"]["uri"]],
+        "artifact_types": artifact_types,
+        "verification": { "status": status },
+        "file": file.display().to_string(),
+    })
+}
+
+/// Runs `runx history`.
+pub fn run(args: &HistoryArgs) -> ExitCode {
+    let key = match crate::keys::trust(None, false) {
+        Ok(t) => Some(t),
+        Err(_) if no_key_configured() => None,
+        Err(e) => {
+            errln!("runx: {e}");
+            return ExitCode::from(crate::exit::EXIT_USAGE);
+        }
+    };
+    let dir = reading_dir(args.receipt_dir.as_deref());
+    let (found, unreadable) = match receipts(&dir) {
+        Ok(r) => r,
+        Err(e) => {
+            errln!("runx: cannot list {}: {e}", dir.display());
+            return ExitCode::from(1);
+        }
+    };
+    if let Some(id) = &args.receipt_id {
+        return show_one(&found, id, key.as_ref(), &dir, args.json);
+    }
+    let mut rows: Vec<Value> = found
+        .iter()
+        .map(|(file, doc)| entry(file, doc, classify(doc, key.as_ref()).0))
+        .collect();
+    rows.extend(unreadable.iter().map(|u| {
+        json!({"id": null, "file": u.file.display().to_string(), "status": null,
+            "created_at": null, "summary": u.message, "verification": {"status": "invalid"}})
+    }));
+    // Newest first; equal times by id.
+    rows.sort_by(|a, b| {
+        let at = |v: &Value| v["created_at"].as_str().unwrap_or_default().to_string();
+        at(b)
+            .cmp(&at(a))
+            .then_with(|| a["id"].as_str().cmp(&b["id"].as_str()))
+    });
+    if let Some(limit) = args.limit {
+        rows.truncate(limit);
+    }
+    if args.json {
+        crate::output::print_json(&json!({
+            "receipt_dir": dir.display().to_string(),
+            "signature_mode": key.as_ref().map_or("local-development", Trust::mode),
+            "receipts": rows,
+        }));
+        return ExitCode::SUCCESS;
+    }
+    if rows.is_empty() {
+        outln!(
+            "no receipts in {} yet: run a skill first (runx skill DIR)",
+            dir.display()
+        );
+        return ExitCode::SUCCESS;
+    }
+    outln!("history  {} receipts in {}", rows.len(), dir.display());
+    for r in &rows {
+        let text = |k: &str| r[k].as_str().unwrap_or("-").to_string();
+        let id = text("id");
+        let short: String = id.trim_start_matches("sha256:").chars().take(12).collect();
+        outln!(
+            "  {:<24} {:<10} {:<30} {:<10} {short}",
+            text("created_at"),
+            text("status"),
+            safe(&format!("{} {}", text("skill"), text("runner"))),
+            r["verification"]["status"].as_str().unwrap_or("-"),
+        );
+    }
+    outln!("next  runx history <receipt-id> --json");
+    ExitCode::SUCCESS
+}
+
+fn safe(s: &str) -> String {
+    s.chars().flat_map(char::escape_default).collect()
+}
+
+/// Whether no receipt key at all is configured (rather than one configured wrongly).
+fn no_key_configured() -> bool {
+    [
+        runx_receipts::VERIFY_KID_ENV,
+        runx_receipts::VERIFY_PUBLIC_KEY_ENV,
+        runx_receipts::SIGN_KID_ENV,
+        runx_receipts::SIGN_SEED_ENV,
+        runx_receipts::SIGN_ISSUER_TYPE_ENV,
+    ]
+    .iter()
+    .all(|n| std::env::var_os(n).is_none_or(|v| v.is_empty()))
+}
+
+fn show_one(
+    found: &[(PathBuf, Value)],
+    id: &str,
+    key: Option<&Trust>,
+    dir: &std::path::Path,
+    as_json: bool,
+) -> ExitCode {
+    let matched: Vec<_> = found.iter().filter(|(_, d)| matches_id(d, id)).collect();
+    let [(file, doc)] = matched.as_slice() else {
+        let why = if matched.is_empty() {
+            "no receipt"
+        } else {
+            "more than one receipt"
+        };
+        errln!("runx: {why} in {} has the id {}", dir.display(), safe(id));
+        return ExitCode::from(crate::exit::EXIT_USAGE);
+    };
+    let (status, v) = classify(doc, key);
+    if as_json {
+        crate::output::print_json(&json!({
+            "receipt": doc, "file": file.display().to_string(),
+            "verification": { "status": status, "verdict": v },
+        }));
+    } else {
+        super::receipt::show_file(file);
+        outln!("history    {status}");
+    }
+    ExitCode::SUCCESS
+}

@@ -1,0 +1,4 @@
+import json
+import os
+
+print(json.dumps({"message": os.environ.get("RUNX_INPUT_MESSAGE", "")}))
