@@ -183,7 +183,7 @@ fn request(args: &SkillArgs, dir: &Path) -> RunRequest {
 /// Where the receipt goes: `--receipt-dir`, else a non-empty `RUNX_RECEIPT_DIR` (runx's name
 /// for it, also what a cli-tool step's own `runx` finds in its environment, so that receipts of
 /// nested runs land beside the step's), else the runtime's default.
-fn receipt_dir(flag: Option<&Path>, env: Option<std::ffi::OsString>) -> Option<PathBuf> {
+pub(crate) fn receipt_dir(flag: Option<&Path>, env: Option<std::ffi::OsString>) -> Option<PathBuf> {
     flag.map(Path::to_path_buf)
         .or_else(|| env.filter(|v| !v.is_empty()).map(PathBuf::from))
 }
