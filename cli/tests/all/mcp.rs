@@ -224,7 +224,7 @@ fn lists_and_calls_tools_with_structured_output_and_receipts() {
     let failed = m.tool(3, "hello.wrong-output", json!({}));
     assert_eq!(failed["result"]["isError"], json!(true), "{failed}");
     let error = &failed["result"]["_meta"]["runx/error"];
-    assert_eq!(error["kind"], json!("output"), "{failed}");
+    assert_eq!(error["kind"], json!("output_rejected"), "{failed}");
     assert!(failed["result"].get("structuredContent").is_none());
     assert_eq!(receipt_of(&failed)["status"], json!("failure"));
 
@@ -498,7 +498,8 @@ fn environment_comes_from_the_server_and_env_flags() {
     assert_eq!(m.close(), 0);
 }
 
-/// The pids of `parent`'s children, and of every process whose command line holds `marker`.
+/// The pids of `parent`'s children (none for 0), and of every process whose command line holds
+/// `marker`.
 fn processes(parent: u32, marker: &str) -> Vec<u32> {
     let mut found = Vec::new();
     for entry in std::fs::read_dir("/proc").unwrap().flatten() {
@@ -517,7 +518,9 @@ fn processes(parent: u32, marker: &str) -> Vec<u32> {
             .next()
             .and_then(|s| s.split_whitespace().next())
             == Some("Z");
-        if !zombie && (ppid == Some(parent) || String::from_utf8_lossy(&cmdline).contains(marker)) {
+        if !zombie
+            && ((parent != 0 && ppid == Some(parent))
+                || String::from_utf8_lossy(&cmdline).contains(marker)) {
             found.push(pid);
         }
     }
@@ -594,7 +597,14 @@ fn a_client_that_disappears_mid_run_leaves_no_worker_or_process() {
                 != Some("Z")
         })
         .collect();
-    assert!(left.is_empty(), "processes left behind: {left:?}");
+    let described: Vec<String> = left
+        .iter()
+        .map(|p| {
+            let cmd = std::fs::read(format!("/proc/{p}/cmdline")).unwrap_or_default();
+            format!("{p}: {}", String::from_utf8_lossy(&cmd).replace('\0', " "))
+        })
+        .collect();
+    assert!(left.is_empty(), "processes left behind: {described:?}");
     assert!(
         processes(0, "313.25").is_empty(),
         "the sleep was left running"
@@ -706,7 +716,11 @@ fn http_needs_the_token_refuses_foreign_origins_and_bounds_bodies() {
     let found = json!({"jsonrpc": "2.0", "id": 2, "method": "server/discover", "params": {"_meta": meta_2026()}}).to_string();
     let (status, text) = post(
         &addr,
-        &[auth, ("MCP-Protocol-Version", "2026-07-28")],
+        &[
+            auth,
+            ("MCP-Protocol-Version", "2026-07-28"),
+            ("Mcp-Method", "server/discover"),
+        ],
         found.as_bytes(),
     );
     assert_eq!(status, 200, "{text}");

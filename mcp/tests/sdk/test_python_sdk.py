@@ -83,7 +83,7 @@ def test_list_tools_and_a_call_with_structured_output() -> None:
 def test_a_failing_call_and_an_invalid_argument() -> None:
     async def body(session: ClientSession, ws: str) -> None:
         failed = await session.call_tool("hello.wrong-output", {})
-        assert error_of(failed)["kind"] == "output"
+        assert error_of(failed)["kind"] == "output_rejected"
         assert receipt(failed)["status"] == "failure"
         invalid = await session.call_tool("hello.greet", {"name": 7})
         error = error_of(invalid)
