@@ -99,7 +99,7 @@ pub fn annotations(runner: &Runner, title: &str) -> ToolAnnotations {
 }
 
 /// The summary of a `SKILL.md`: its front matter's `description:`, else its first paragraph
-/// that is not a heading, at most [`SKILL_TEXT_CHARS`] characters.
+/// that is not a heading, at most 1024 characters.
 pub fn skill_summary(text: &str) -> Option<String> {
     let mut body = text;
     if let Some(rest) = text.strip_prefix("---\n")

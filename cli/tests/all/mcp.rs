@@ -265,6 +265,9 @@ fn the_three_protocol_revisions() {
     assert_eq!(m.close(), 0);
     let hello = fixtures().join("hello").display().to_string();
     let mut m = Mcp::start(ws.path(), &[&hello], &[("REGION", "eu")]);
+    // Notifications and responses before the session opens are dropped, not fatal.
+    m.notify("notifications/initialized", json!({}));
+    m.send(json!({"jsonrpc": "2.0", "id": 77, "result": {}}));
     let init = m.call(1, "initialize", initialize("2099-01-01"));
     assert_eq!(init["result"]["protocolVersion"], json!(LATEST), "{init}");
     assert_eq!(m.close(), 0);
@@ -520,7 +523,8 @@ fn processes(parent: u32, marker: &str) -> Vec<u32> {
             == Some("Z");
         if !zombie
             && ((parent != 0 && ppid == Some(parent))
-                || String::from_utf8_lossy(&cmdline).contains(marker)) {
+                || String::from_utf8_lossy(&cmdline).contains(marker))
+        {
             found.push(pid);
         }
     }
