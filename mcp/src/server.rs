@@ -5,6 +5,7 @@ use crate::admission::Admission;
 use crate::call::Calls;
 use crate::catalog::{Catalog, TOOLS_PAGE};
 use crate::config::McpConfig;
+use crate::naming::MAX_TOOL_NAME;
 use rmcp::ServerHandler;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, ErrorData, Implementation, ListToolsResult,
@@ -122,6 +123,13 @@ impl ServerHandler for McpServer {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         let Some(entry) = self.inner.catalog.get(&request.name).cloned() else {
+            // The name is the client's, up to a whole message long: quoted in part.
+            let shown: String = request.name.chars().take(MAX_TOOL_NAME).collect();
+            let cut = if shown.len() < request.name.len() {
+                "…"
+            } else {
+                ""
+            };
             let names: Vec<String> = self
                 .inner
                 .catalog
@@ -130,9 +138,14 @@ impl ServerHandler for McpServer {
                 .collect();
             return Err(ErrorData::invalid_params(
                 format!(
-                    "unknown tool `{}`{}; tools/list lists the {} tools",
-                    request.name,
-                    runx_profile::did_you_mean(&request.name, names.iter().map(String::as_str)),
+                    "unknown tool `{shown}{cut}`{}; tools/list lists the {} tools",
+                    // Only a name that could be a tool gets a hint: the distance of a long
+                    // one would cost its length times each tool's, in time and memory.
+                    if cut.is_empty() {
+                        runx_profile::did_you_mean(&request.name, names.iter().map(String::as_str))
+                    } else {
+                        String::new()
+                    },
                     names.len()
                 ),
                 None,

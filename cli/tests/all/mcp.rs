@@ -253,6 +253,28 @@ fn lists_and_calls_tools_with_structured_output_and_receipts() {
             .contains("hello.greet"),
         "{unknown}"
     );
+    // A megabyte-long argument name is refused as any undeclared name, at once.
+    let mut huge = serde_json::Map::new();
+    huge.insert("n".repeat(1 << 20), json!(1));
+    huge.insert("name".into(), json!("A"));
+    let started = Instant::now();
+    let refused = m.tool(9, "hello.greet", Value::Object(huge));
+    assert_eq!(
+        refused["result"]["_meta"]["runx/error"]["code"],
+        json!("undeclared_input")
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(3),
+        "{:?}",
+        started.elapsed()
+    );
+    let long = m.tool(8, &"x".repeat(100_000), json!({}));
+    assert_eq!(long["error"]["code"], json!(-32602));
+    assert!(
+        long.to_string().len() < 1000,
+        "the name is quoted in part: {}",
+        long.to_string().len()
+    );
     assert_eq!(m.call(7, "ping", json!({}))["result"], json!({}));
     assert_eq!(m.close(), 0);
 }
