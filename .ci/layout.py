@@ -127,9 +127,11 @@ ARROWS = {
     'runx-runtime': {'runx-worker', 'runx-receipts', 'runx-profile'},
     'runx-harness': {'runx-worker', 'runx-receipts', 'runx-profile', 'runx-runtime'},
     'runx-serve': {'runx-runtime', 'runx-profile', 'runx-receipts'},
+    # MCP beside `runx serve`: its bounds and busy error come from the step server.
+    'runx-mcp': {'runx-rules', 'runx-runtime', 'runx-profile', 'runx-receipts', 'runx-serve'},
     'runx-workload': {'runx-worker', 'runx-receipts', 'runx-runtime'},
     'runx-cli': {'runx-worker', 'runx-receipts', 'runx-profile', 'runx-runtime', 'runx-harness',
-                 'runx-serve', 'runx-workload'},
+                 'runx-serve', 'runx-mcp', 'runx-workload'},
     'runx-benches': {'runx-worker', 'runx-receipts', 'runx-profile', 'runx-runtime',
                      'runx-workload'},
 }

@@ -3,7 +3,7 @@
 //!
 //! - this file: the top-level flags and the dispatch to a command;
 //! - `commands/`: one file per command (`skill`, `inspect`, `harness`, `bench`, `receipt`,
-//!   `serve`), each with its own flags;
+//!   `serve`, `mcp`), each with its own flags;
 //! - `inputs`: `-i KEY=VALUE`, `--input-json` and `--inputs FILE|-` turned into an input object;
 //! - `keys`, `launch`: receipt keys from flags and the environment; this process's runtime;
 //! - `package`: the package directory a command names (a bare name as `skills/NAME`);
@@ -13,7 +13,7 @@
 #![forbid(unsafe_code)]
 
 use clap::{Parser, Subcommand};
-use commands::{bench, check, harness, history, inspect, receipt, serve, skill, verify};
+use commands::{bench, check, harness, history, inspect, mcp, receipt, serve, skill, verify};
 use exit::{EXIT_USAGE, usage};
 use runx_runtime::DEFAULT_ENGINE;
 use std::process::ExitCode;
@@ -68,6 +68,8 @@ enum Command {
     Receipt(receipt::ReceiptCommand),
     // About and help text are on `ServeArgs`, beside the flags they describe.
     Serve(serve::ServeArgs),
+    /// Serve skill runners as Model Context Protocol tools: `runx mcp serve DIR...`.
+    Mcp(mcp::McpArgs),
     /// The worker process (started by runx itself).
     #[command(name = "__worker", hide = true)]
     Worker {
@@ -120,6 +122,7 @@ fn main() -> ExitCode {
         Command::Verify(args) => verify::run(&args),
         Command::Receipt(command) => receipt::run(command),
         Command::Serve(args) => serve::run(engine, args),
+        Command::Mcp(args) => mcp::run(engine, args),
         Command::Worker { .. } => ExitCode::SUCCESS,
     }
 }

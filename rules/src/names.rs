@@ -18,9 +18,16 @@ where
         if candidate == name {
             continue;
         }
-        let distance = strsim::damerau_levenshtein(&wanted, &candidate.to_lowercase());
-        let longer = wanted.chars().count().max(candidate.chars().count());
+        let (a, b) = (wanted.chars().count(), candidate.chars().count());
+        let longer = a.max(b);
         let allowed = (longer / 3).max(1);
+        // The distance is at least the difference of the lengths: a name far longer than every
+        // candidate (a megabyte-long key from a caller) is no misspelling, and measuring it
+        // would cost its length times the candidate's, in time and memory.
+        if a.abs_diff(b) > allowed {
+            continue;
+        }
+        let distance = strsim::damerau_levenshtein(&wanted, &candidate.to_lowercase());
         if distance <= allowed && best.is_none_or(|(d, _)| distance < d) {
             best = Some((distance, candidate));
         }
@@ -42,6 +49,14 @@ where
 #[cfg(test)]
 mod tests {
     use super::{did_you_mean, nearest};
+
+    #[test]
+    fn a_huge_name_is_refused_at_once() {
+        let huge = "a".repeat(8 << 20);
+        let started = std::time::Instant::now();
+        assert_eq!(nearest(&huge, ["name", "excited"]), None);
+        assert!(started.elapsed() < std::time::Duration::from_secs(1));
+    }
 
     #[test]
     fn a_misspelling_finds_its_name() {

@@ -1,7 +1,8 @@
-//! What the server answers beside the runtime's own objects: its `info`, and the receipt
-//! document a `run` that asked for `receipt_body` carries.
+//! What the server answers beside the runtime's own objects: its `info`, the receipt
+//! document a `run` that asked for `receipt_body` carries, and the refusal of a full server.
 
 use crate::config::ServeConfig;
+use crate::protocol::{ErrorCode, RpcError};
 use runx_runtime::RunOutcome;
 use serde_json::{Value, json};
 
@@ -24,4 +25,23 @@ pub fn receipt_body(outcome: &RunOutcome) -> Value {
         Some(_) => serde_json::to_value(&outcome.receipt).unwrap_or(Value::Null),
         None => Value::Null,
     }
+}
+
+/// The refusal of a request when `running` requests hold every step slot and `queued` more
+/// fill the queue: `busy` (-32001), with those counts and the server's bounds as `data`.
+/// `runx mcp serve` refuses a `tools/call` with the same error.
+pub fn busy_error(running: usize, queued: usize, config: &ServeConfig) -> RpcError {
+    RpcError::new(
+        ErrorCode::Busy,
+        format!(
+            "busy: {running} requests running and {queued} queued (pool size {}, queue limit {}); retry later",
+            config.pool_size, config.queue
+        ),
+    )
+    .with_data(json!({
+        "running": running,
+        "queued": queued,
+        "pool_size": config.pool_size,
+        "queue_limit": config.queue,
+    }))
 }

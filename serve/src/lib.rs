@@ -48,6 +48,7 @@ mod params;
 mod protocol;
 mod server;
 
+pub use answer::busy_error;
 pub use config::{DEFAULT_MAX_REQUEST_BYTES, DEFAULT_QUEUE, MAX_POOL_SIZE, ServeConfig};
 pub use params::{CancelParams, Env, InfoParams, Inputs, InspectParams, RunParams, ShutdownParams};
 pub use protocol::{ErrorCode, Method, Request, RpcError};

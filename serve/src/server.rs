@@ -1,7 +1,7 @@
 //! The step server: a reader that admits requests, a fixed set of step threads that run them,
 //! and one writer that every answer and notification goes through, a whole line at a time.
 
-use crate::answer::{info_json, receipt_body};
+use crate::answer::{busy_error, info_json, receipt_body};
 use crate::config::ServeConfig;
 use crate::line::{Line, read_line};
 use crate::params::{Env, Inputs, InspectParams, RunParams};
@@ -341,24 +341,7 @@ impl Shared {
                 // Counted as a client counts: a request leaves `in_flight` before its answer
                 // is written (it stays `running` until after), so a client that sends one
                 // request per answer read is never refused.
-                Some(
-                    RpcError::new(
-                        ErrorCode::Busy,
-                        format!(
-                            "busy: {} requests running and {} queued (pool size {}, queue limit {}); retry later",
-                            jobs.running,
-                            jobs.queue.len(),
-                            self.config.pool_size,
-                            self.config.queue
-                        ),
-                    )
-                    .with_data(json!({
-                        "running": jobs.running,
-                        "queued": jobs.queue.len(),
-                        "pool_size": self.config.pool_size,
-                        "queue_limit": self.config.queue,
-                    })),
-                )
+                Some(busy_error(jobs.running, jobs.queue.len(), &self.config))
             } else {
                 let token = match &mut work {
                     Work::Run(run) => {

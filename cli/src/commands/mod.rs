@@ -6,6 +6,7 @@ pub mod dry_run;
 pub mod harness;
 pub mod history;
 pub mod inspect;
+pub mod mcp;
 pub mod receipt;
 pub mod serve;
 pub mod skill;

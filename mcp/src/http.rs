@@ -1,0 +1,227 @@
+//! MCP over Streamable HTTP (`--listen ADDR`): rmcp's HTTP transport behind a bearer token.
+//!
+//! rmcp answers the transport itself: `POST /mcp` bodies bounded (413 past the limit),
+//! `Origin` checked (403 for any origin not allowed; with none allowed, every browser origin
+//! is refused), `Host` checked on loopback, `Mcp-Session-Id` for clients that negotiated an
+//! `initialize` revision and none for `2026-07-28`. In front of it, this module listens, gives
+//! each connection a header deadline, and refuses a request without the bearer token (401)
+//! when the server has one. A non-loopback address needs a token.
+
+use crate::error::McpError;
+use crate::server::McpServer;
+use http::{Request, Response, StatusCode, header};
+use http_body_util::{BodyExt, Full};
+use hyper::body::{Bytes, Incoming};
+use hyper::server::conn::http1;
+use hyper::service::service_fn;
+use hyper_util::rt::{TokioIo, TokioTimer};
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
+use std::convert::Infallible;
+use std::io::Read;
+use std::net::SocketAddr;
+use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::net::TcpListener;
+use tokio_util::sync::CancellationToken;
+
+/// The path of the MCP endpoint.
+pub const MCP_PATH: &str = "/mcp";
+/// The most bytes of a token file read.
+const TOKEN_FILE_BYTES: u64 = 4096;
+/// How long a connection may take to send a request's headers.
+const HEADER_DEADLINE: Duration = Duration::from_secs(10);
+
+/// Where and how to listen.
+#[derive(Clone, Debug)]
+pub struct HttpOptions {
+    /// The address; a loopback one unless a token is given.
+    pub addr: SocketAddr,
+    /// The bearer token every request must carry (`Authorization: Bearer TOKEN`).
+    pub token: Option<String>,
+    /// Browser origins allowed (`http://localhost:5173`); every other `Origin` is refused.
+    pub allowed_origins: Vec<String>,
+}
+
+/// Reads a bearer token from `path`: one line, the file readable by its owner alone.
+pub fn read_token(path: &Path) -> Result<String, McpError> {
+    let bad = |why: String| McpError::Token(format!("--token-file {}: {why}", path.display()));
+    let file = std::fs::File::open(path).map_err(|e| bad(e.to_string()))?;
+    let meta = file.metadata().map_err(|e| bad(e.to_string()))?;
+    if !meta.is_file() {
+        return Err(bad("not a regular file".into()));
+    }
+    if meta.permissions().mode() & 0o077 != 0 {
+        return Err(bad(format!(
+            "mode {:o} lets others read the token; chmod 600 it",
+            meta.permissions().mode() & 0o777
+        )));
+    }
+    let mut text = String::new();
+    file.take(TOKEN_FILE_BYTES + 1)
+        .read_to_string(&mut text)
+        .map_err(|e| bad(e.to_string()))?;
+    if text.len() as u64 > TOKEN_FILE_BYTES {
+        return Err(bad(format!("more than {TOKEN_FILE_BYTES} bytes")));
+    }
+    let token = text.trim();
+    if token.is_empty() || token.chars().any(|c| c.is_whitespace() || c.is_control()) {
+        return Err(bad(
+            "the token must be one non-empty line without spaces".into()
+        ));
+    }
+    Ok(token.to_string())
+}
+
+/// Serves `server` over Streamable HTTP on `options.addr` until `stop` is cancelled. Writes
+/// `runx mcp: listening on http://ADDR/mcp` to stderr once it listens (with the port chosen,
+/// for port 0).
+pub async fn serve_http(
+    server: McpServer,
+    options: HttpOptions,
+    max_body_bytes: usize,
+    stop: CancellationToken,
+) -> Result<(), McpError> {
+    let loopback = options.addr.ip().is_loopback();
+    if !loopback && options.token.is_none() {
+        return Err(McpError::Token(format!(
+            "--listen {} is not a loopback address: anyone who reaches it could run the tools; give a bearer token with --token-file FILE",
+            options.addr
+        )));
+    }
+    let listener = TcpListener::bind(options.addr)
+        .await
+        .map_err(|source| McpError::Listen {
+            addr: options.addr.to_string(),
+            source,
+        })?;
+    let bound = listener.local_addr().unwrap_or(options.addr);
+    eprintln!("runx mcp: listening on http://{bound}{MCP_PATH}");
+    let mut config = StreamableHttpServerConfig::default()
+        .with_max_request_body_bytes(max_body_bytes)
+        .with_cancellation_token(stop.child_token())
+        .enforce_origin_validation()
+        .with_allowed_origins(options.allowed_origins);
+    if !loopback {
+        // DNS rebinding reaches loopback servers; a server on another address is reached by
+        // its own names, and the token guards it.
+        config = config.disable_allowed_hosts();
+    }
+    let service = StreamableHttpService::new(
+        move || Ok(server.clone()),
+        Arc::new(LocalSessionManager::default()),
+        config,
+    );
+    let token: Arc<Option<String>> = Arc::new(options.token);
+    loop {
+        let (stream, peer) = tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok(a) => a,
+                Err(e) => {
+                    tracing::warn!("accept failed: {e}");
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    continue;
+                }
+            },
+            () = stop.cancelled() => return Ok(()),
+        };
+        let service = service.clone();
+        let token = token.clone();
+        let stop = stop.clone();
+        tokio::spawn(async move {
+            let handler = service_fn(move |request: Request<Incoming>| {
+                let service = service.clone();
+                let token = token.clone();
+                async move {
+                    if let Some(refused) = refuse(&request, token.as_deref()) {
+                        return Ok::<_, Infallible>(refused);
+                    }
+                    Ok(service.handle(request).await)
+                }
+            });
+            let connection = http1::Builder::new()
+                .timer(TokioTimer::new())
+                .header_read_timeout(HEADER_DEADLINE)
+                .serve_connection(TokioIo::new(stream), handler);
+            tokio::pin!(connection);
+            tokio::select! {
+                done = &mut connection => if let Err(e) = done {
+                    tracing::debug!(%peer, "connection ended: {e}");
+                },
+                () = stop.cancelled() => connection.as_mut().graceful_shutdown(),
+            }
+        });
+    }
+}
+
+type Body = http_body_util::combinators::BoxBody<Bytes, Infallible>;
+
+/// The answer to a request that does not reach MCP: another path (404), or no or a wrong
+/// bearer token (401).
+fn refuse(request: &Request<Incoming>, token: Option<&str>) -> Option<Response<Body>> {
+    if request.uri().path() != MCP_PATH {
+        return Some(plain(
+            StatusCode::NOT_FOUND,
+            "not found: the MCP endpoint is /mcp",
+        ));
+    }
+    let token = token?;
+    let given = request
+        .headers()
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "));
+    if given.is_some_and(|g| same(g.as_bytes(), token.as_bytes())) {
+        return None;
+    }
+    let mut response = plain(
+        StatusCode::UNAUTHORIZED,
+        "unauthorized: send Authorization: Bearer TOKEN",
+    );
+    response.headers_mut().insert(
+        header::WWW_AUTHENTICATE,
+        http::HeaderValue::from_static("Bearer"),
+    );
+    Some(response)
+}
+
+/// Whether `a` and `b` are equal, taking the same time wherever they differ.
+fn same(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+fn plain(status: StatusCode, text: &'static str) -> Response<Body> {
+    let mut response = Response::new(Full::new(Bytes::from_static(text.as_bytes())).boxed());
+    *response.status_mut() = status;
+    response
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tokens_compare_whole() {
+        assert!(same(b"abc", b"abc"));
+        assert!(!same(b"abc", b"abd"));
+        assert!(!same(b"abc", b"abcd"));
+        assert!(!same(b"", b"a"));
+    }
+
+    #[test]
+    fn token_files_must_be_private_and_one_word() {
+        let dir = tempfile::tempdir().expect("dir");
+        let path = dir.path().join("token");
+        std::fs::write(&path, "s3cret\n").expect("write");
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).expect("chmod");
+        assert!(read_token(&path).is_err());
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).expect("chmod");
+        assert_eq!(read_token(&path).expect("token"), "s3cret");
+        std::fs::write(&path, "two words\n").expect("write");
+        assert!(read_token(&path).is_err());
+        std::fs::write(&path, "\n").expect("write");
+        assert!(read_token(&path).is_err());
+    }
+}

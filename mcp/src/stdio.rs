@@ -1,0 +1,92 @@
+//! MCP over stdio: one JSON-RPC message per line each way, through rmcp's line transport.
+//!
+//! A line longer than the server's message limit is dropped (its bytes are never held) and the
+//! server goes on; so is a line that is not JSON, as the official SDKs do, since nothing in it
+//! can be answered; JSON that is not a message is answered `-32600`. stdout carries protocol
+//! messages only; logs go to stderr.
+//!
+//! One thin layer sits between the transport and rmcp ([`Opening`]): rmcp ends a session whose
+//! first message is not a request, so a client's early `notifications/initialized` (or any
+//! stray notification or response) would end the server; until a session opens, those are
+//! dropped instead, since nothing may be said to them.
+
+use crate::error::McpError;
+use crate::server::McpServer;
+use rmcp::model::{ClientRequest, JsonRpcMessage, JsonRpcRequest};
+use rmcp::service::{QuitReason, RoleServer, RxJsonRpcMessage, TxJsonRpcMessage, serve_server};
+use rmcp::transport::Transport;
+use rmcp::transport::async_rw::AsyncRwTransport;
+use std::future::Future;
+
+/// Serves `server` on this process's stdin and stdout until the client closes stdin. Calls
+/// still running then are given five seconds to answer (rmcp's drain), then cancelled.
+pub async fn serve_stdio(server: McpServer, max_message_bytes: usize) -> Result<(), McpError> {
+    let (read, write) = rmcp::transport::stdio_pipes();
+    let transport = AsyncRwTransport::<RoleServer, _, _>::new(read, write)
+        .with_max_line_length(max_message_bytes);
+    let transport = Opening {
+        inner: transport,
+        open: false,
+    };
+    let running = match serve_server(server, transport).await {
+        Ok(r) => r,
+        Err(e) => {
+            // A client that leaves (or breaks the protocol) before its first request ends
+            // its own session; the server has nothing left to do.
+            tracing::info!("the client left before a session began: {e}");
+            return Ok(());
+        }
+    };
+    match running.waiting().await {
+        Ok(QuitReason::JoinError(e)) | Err(e) => {
+            tracing::error!("the session ended abnormally: {e}");
+        }
+        Ok(reason) => tracing::info!(?reason, "the session ended"),
+    }
+    Ok(())
+}
+
+/// A transport that drops what is not a request until a session opens (an `initialize`, or a
+/// first request other than `ping` and `server/discover`, which rmcp answers before one).
+struct Opening<T> {
+    inner: T,
+    open: bool,
+}
+
+impl<T: Transport<RoleServer>> Transport<RoleServer> for Opening<T> {
+    type Error = T::Error;
+
+    fn send(
+        &mut self,
+        item: TxJsonRpcMessage<RoleServer>,
+    ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
+        self.inner.send(item)
+    }
+
+    async fn receive(&mut self) -> Option<RxJsonRpcMessage<RoleServer>> {
+        loop {
+            let message = self.inner.receive().await?;
+            if self.open {
+                return Some(message);
+            }
+            match &message {
+                JsonRpcMessage::Request(JsonRpcRequest { request, .. }) => {
+                    if !matches!(
+                        request,
+                        ClientRequest::PingRequest(_) | ClientRequest::DiscoverRequest(_)
+                    ) {
+                        self.open = true;
+                    }
+                    return Some(message);
+                }
+                _ => tracing::debug!(
+                    "dropped a message that is not a request before the session opened"
+                ),
+            }
+        }
+    }
+
+    fn close(&mut self) -> impl Future<Output = Result<(), Self::Error>> + Send {
+        self.inner.close()
+    }
+}
