@@ -58,3 +58,18 @@ macro_rules! errln {
 pub fn print_json(v: &Value) {
     outln!("{}", serde_json::to_string(v).unwrap_or_default());
 }
+
+/// `s` with control characters escaped: text from a file anyone may have written (a receipt,
+/// a file name) must not rewrite the reader's terminal or forge a line.
+pub fn terminal_safe(s: &str) -> String {
+    s.chars()
+        .flat_map(|c| {
+            let escaped: Vec<char> = if c.is_control() {
+                c.escape_default().collect()
+            } else {
+                vec![c]
+            };
+            escaped
+        })
+        .collect()
+}

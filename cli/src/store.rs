@@ -92,6 +92,19 @@ pub fn receipts(dir: &Path) -> std::io::Result<Listing> {
     Ok((read, unreadable))
 }
 
+/// The receipt directory a reading command uses (`flag`, else as a run writes) and its
+/// receipts; `None` after saying on stderr why it cannot be listed.
+pub fn listing(flag: Option<&Path>) -> Option<(PathBuf, Listing)> {
+    let dir = reading_dir(flag);
+    match receipts(&dir) {
+        Ok(found) => Some((dir, found)),
+        Err(e) => {
+            errln!("runx: cannot list {}: {e}", dir.display());
+            None
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

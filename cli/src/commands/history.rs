@@ -9,7 +9,8 @@
 //! - `invalid`: anything else: changed, not a receipt, or (with a key) not signed by it.
 
 use super::verify::matches_id;
-use crate::store::{reading_dir, receipts};
+use crate::output::terminal_safe;
+use crate::store::listing;
 use runx_receipts::runx::{RunxVerdict, Trust, verdict};
 use serde_json::{Value, json};
 use std::path::PathBuf;
@@ -104,13 +105,8 @@ pub fn run(args: &HistoryArgs) -> ExitCode {
             return ExitCode::from(crate::exit::EXIT_USAGE);
         }
     };
-    let dir = reading_dir(args.receipt_dir.as_deref());
-    let (found, unreadable) = match receipts(&dir) {
-        Ok(r) => r,
-        Err(e) => {
-            errln!("runx: cannot list {}: {e}", dir.display());
-            return ExitCode::from(1);
-        }
+    let Some((dir, (found, unreadable))) = listing(args.receipt_dir.as_deref()) else {
+        return ExitCode::from(1);
     };
     if let Some(id) = &args.receipt_id {
         return show_one(&found, id, key.as_ref(), &dir, args.json);
@@ -157,16 +153,12 @@ pub fn run(args: &HistoryArgs) -> ExitCode {
             "  {:<24} {:<10} {:<30} {:<10} {short}",
             text("created_at"),
             text("status"),
-            safe(&format!("{} {}", text("skill"), text("runner"))),
+            terminal_safe(&format!("{} {}", text("skill"), text("runner"))),
             r["verification"]["status"].as_str().unwrap_or("-"),
         );
     }
     outln!("next  runx history <receipt-id> --json");
     ExitCode::SUCCESS
-}
-
-fn safe(s: &str) -> String {
-    s.chars().flat_map(char::escape_default).collect()
 }
 
 /// Whether no receipt key at all is configured (rather than one configured wrongly).
@@ -196,7 +188,11 @@ fn show_one(
         } else {
             "more than one receipt"
         };
-        errln!("runx: {why} in {} has the id {}", dir.display(), safe(id));
+        errln!(
+            "runx: {why} in {} has the id {}",
+            dir.display(),
+            terminal_safe(id)
+        );
         return ExitCode::from(crate::exit::EXIT_USAGE);
     };
     let (status, v) = classify(doc, key);

@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use crate::exit::EXIT_USAGE;
+use crate::output::terminal_safe;
 
 #[derive(clap::Subcommand)]
 pub enum ReceiptCommand {
@@ -175,19 +176,6 @@ pub fn show_file(file: &Path) -> ExitCode {
 /// have written, and it must not rewrite the reader's terminal.
 fn text(doc: &Value, pointer: &str) -> String {
     terminal_safe(doc.pointer(pointer).and_then(Value::as_str).unwrap_or("-"))
-}
-
-fn terminal_safe(s: &str) -> String {
-    s.chars()
-        .flat_map(|c| {
-            let escaped: Vec<char> = if c.is_control() {
-                c.escape_default().collect()
-            } else {
-                vec![c]
-            };
-            escaped
-        })
-        .collect()
 }
 
 /// A Unix time in milliseconds at `pointer`, as an RFC 3339 UTC time

@@ -196,13 +196,7 @@ fn report(o: &RunOutcome, as_json: bool) {
         // stdout is the result; a caller that keeps only stderr (runx's Python SDK on a
         // failed run) still learns why.
         if let Err(e) = &o.result {
-            errln!(
-                "runx: {} failed ({}/{}): {}",
-                subject(&o.skill, &o.runner),
-                e.kind,
-                e.code,
-                e.message
-            );
+            failure_line(o, e);
         }
         return;
     }
@@ -244,13 +238,7 @@ fn report(o: &RunOutcome, as_json: bool) {
             outln!("{}", serde_json::to_string_pretty(out).unwrap_or_default());
         }
         Err(e) => {
-            errln!(
-                "runx: {} failed ({}/{}): {}",
-                subject(&o.skill, &o.runner),
-                e.kind,
-                e.code,
-                e.message
-            );
+            failure_line(o, e);
             if let Some(p) = receipt_path {
                 errln!("runx: receipt {p}");
             }
@@ -260,6 +248,17 @@ fn report(o: &RunOutcome, as_json: bool) {
             }
         }
     }
+}
+
+/// `runx: SKILL RUNNER failed (kind/code): message` on stderr.
+fn failure_line(o: &RunOutcome, e: &RunError) {
+    errln!(
+        "runx: {} failed ({}/{}): {}",
+        subject(&o.skill, &o.runner),
+        e.kind,
+        e.code,
+        e.message
+    );
 }
 
 /// What failed, as the message names it: `hello greet`, or `the skill` before a package was

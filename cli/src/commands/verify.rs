@@ -8,7 +8,8 @@
 //! receipts.
 
 use crate::exit::EXIT_USAGE;
-use crate::store::{reading_dir, receipts};
+use crate::output::terminal_safe;
+use crate::store::listing;
 use runx_receipts::RECEIPT_BYTES;
 use runx_receipts::runx::{Finding, RunxVerdict, Trust, verdict};
 use runx_receipts::{parse_unique, read_receipt};
@@ -123,23 +124,14 @@ fn print_text(v: &RunxVerdict) {
     outln!("evidence: {}", v.evidence.status);
     outln!("lineage: {}", v.lineage.status);
     for f in &v.findings {
-        outln!("  {} at {}: {}", f.code, f.path, safe(&f.message));
+        outln!("  {} at {}: {}", f.code, f.path, terminal_safe(&f.message));
     }
     outln!("verification: {}", if v.valid { "ok" } else { "FAILED" });
 }
 
-fn safe(s: &str) -> String {
-    s.chars().flat_map(char::escape_default).collect()
-}
-
 fn store(args: &VerifyArgs, trust: &Trust) -> ExitCode {
-    let dir = reading_dir(args.receipt_dir.as_deref());
-    let (found, unreadable) = match receipts(&dir) {
-        Ok(r) => r,
-        Err(e) => {
-            errln!("runx: cannot list {}: {e}", dir.display());
-            return ExitCode::from(1);
-        }
+    let Some((dir, (found, unreadable))) = listing(args.receipt_dir.as_deref()) else {
+        return ExitCode::from(1);
     };
     let chosen: Vec<&(PathBuf, Value)> = match &args.receipt_id {
         None => found.iter().collect(),
@@ -194,15 +186,15 @@ fn store(args: &VerifyArgs, trust: &Trust) -> ExitCode {
                     "  {} at {}: {}",
                     f["code"].as_str().unwrap_or_default(),
                     f["path"].as_str().unwrap_or_default(),
-                    safe(f["message"].as_str().unwrap_or_default())
+                    terminal_safe(f["message"].as_str().unwrap_or_default())
                 );
             }
         }
         for u in &unreadable {
             outln!(
                 "INVALID {}: {}",
-                safe(u["file"].as_str().unwrap_or_default()),
-                safe(u["message"].as_str().unwrap_or_default())
+                terminal_safe(u["file"].as_str().unwrap_or_default()),
+                terminal_safe(u["message"].as_str().unwrap_or_default())
             );
         }
         outln!(

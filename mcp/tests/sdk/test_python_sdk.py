@@ -125,10 +125,11 @@ def test_cancel_a_spinning_call_then_a_good_call() -> None:
         # The cancelled run wrote its receipt: interrupted, not timed out.
         receipts = Path(ws) / ".runx" / "receipts"
         for _ in range(100):
+            # This runtime's evidence of each run, carried in its runx receipt.
             spins = [
-                json.loads(p.read_text())
-                for p in receipts.glob("*.json")
-                if json.loads(p.read_text())["runner"] == "spin"
+                json.loads(p.read_text())["metadata"]["evidence"]
+                for p in receipts.glob("sha256-*.json")
+                if json.loads(p.read_text())["metadata"]["evidence"]["runner"] == "spin"
             ]
             if spins:
                 break
