@@ -153,7 +153,12 @@ pub fn run(args: &HistoryArgs) -> ExitCode {
             "  {:<24} {:<10} {:<30} {:<10} {short}",
             text("created_at"),
             text("status"),
-            terminal_safe(&format!("{} {}", text("skill"), text("runner"))),
+            // A receipt runx wrote has no evidence of ours: its subject names it.
+            terminal_safe(&if r["skill"].is_string() {
+                format!("{} {}", text("skill"), text("runner"))
+            } else {
+                text("name")
+            }),
             r["verification"]["status"].as_str().unwrap_or("-"),
         );
     }
