@@ -67,7 +67,10 @@ fn is_page_input_name(name: &str) -> bool {
             .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
 }
 
-pub(crate) fn build_pages(raw: RawPages, inputs: &BTreeMap<String, InputDecl>) -> Result<PagesDecl, String> {
+pub(crate) fn build_pages(
+    raw: RawPages,
+    inputs: &BTreeMap<String, InputDecl>,
+) -> Result<PagesDecl, String> {
     for (key, value) in [
         ("path_from", &raw.path_from),
         ("path_scope_from", &raw.path_scope_from),
@@ -135,4 +138,3 @@ pub(crate) fn build_pages(raw: RawPages, inputs: &BTreeMap<String, InputDecl>) -
         parallel,
     })
 }
-

@@ -143,10 +143,22 @@ fn map_fold_pages_are_validated() {
         ("map: m", "`pages.map` is declared without `pages.fold`"),
         ("fold: f2", "`pages.fold` is declared without `pages.map`"),
         ("workers: 2", "`pages.workers` applies to a map/fold runner"),
-        ("map: 'a-b', fold: f2", "`pages.map` `a-b` is not a JavaScript export name"),
-        ("map: m, fold: '9x'", "`pages.fold` `9x` is not a JavaScript export name"),
-        ("map: m, fold: f2, workers: 0", "`pages.workers` is 0; allowed 1 to 16"),
-        ("map: m, fold: f2, workers: 17", "`pages.workers` is 17; allowed 1 to 16"),
+        (
+            "map: 'a-b', fold: f2",
+            "`pages.map` `a-b` is not a JavaScript export name",
+        ),
+        (
+            "map: m, fold: '9x'",
+            "`pages.fold` `9x` is not a JavaScript export name",
+        ),
+        (
+            "map: m, fold: f2, workers: 0",
+            "`pages.workers` is 0; allowed 1 to 16",
+        ),
+        (
+            "map: m, fold: f2, workers: 17",
+            "`pages.workers` is 17; allowed 1 to 16",
+        ),
     ] {
         let e = page(&format!("{{ {base}, {extra} }}"));
         assert!(e.contains(want), "{extra}: {e}");
@@ -180,7 +192,13 @@ fn map_fold_pages_are_validated() {
     let RunnerKind::Javascript(js) = &p.runners["default"].kind else {
         panic!("a javascript runner");
     };
-    assert_eq!(js.pages.as_ref().and_then(|p| p.parallel.as_ref()).map(|p| p.workers), Some(16));
+    assert_eq!(
+        js.pages
+            .as_ref()
+            .and_then(|p| p.parallel.as_ref())
+            .map(|p| p.workers),
+        Some(16)
+    );
 }
 
 #[test]
