@@ -21,7 +21,20 @@ pub(super) fn map_pages(page_loop: &PageLoop<'_>, board: &Board<'_>, give_back: 
                     // An earlier page ends the run: this one would never be folded.
                     continue;
                 }
-                Slot::Page(Box::new(map_page(page_loop, prepared, took, give_back)))
+                // A panic here must not leave the fold waiting for a page no one posts.
+                let mapped = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                    map_page(page_loop, prepared, took, give_back)
+                }));
+                match mapped {
+                    Ok(mapped) => Slot::Page(Box::new(mapped)),
+                    Err(_) => Slot::Unframed(
+                        Unframed::Run(RunError::internal(
+                            "map_thread",
+                            format!("the map thread stopped while mapping page {seq}"),
+                        )),
+                        took,
+                    ),
+                }
             }
             Ok(None) => Slot::Unframed(
                 Unframed::Run(RunError::new(
