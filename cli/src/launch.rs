@@ -9,7 +9,12 @@ use std::sync::Arc;
 /// `keys`, its workers this very executable, with Ctrl-C, SIGTERM and SIGHUP wired to kill its
 /// workers and subprocesses ([`signals`]).
 pub fn runtime(engine: Option<&str>, keys: Keys) -> Arc<Runtime> {
-    let rt = Arc::new(configured_runtime(engine, keys));
+    install(configured_runtime(engine, keys))
+}
+
+/// `rt` shared, with Ctrl-C, SIGTERM and SIGHUP wired to kill its workers and subprocesses.
+pub fn install(rt: Runtime) -> Arc<Runtime> {
+    let rt = Arc::new(rt);
     signals::install(rt.clone());
     rt
 }

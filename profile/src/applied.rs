@@ -3,8 +3,8 @@
 use crate::limits::{
     ARTIFACT_BYTES, CAPTURE_BYTES, CLI_WALL, HEAP_BYTES, INPUT_BYTES, INPUT_INLINE,
     INPUTS_JSON_INLINE, JS_WALL, KILL_GRACE, LOG_BYTES, LimitDef, OUTPUT_BYTES, OUTPUT_DEPTH,
-    PAGE_BYTES, PAGE_COUNT, RETRY_ATTEMPTS, RETRY_BACKOFF, SOURCE_BYTES, STACK_BYTES, STATE_BYTES,
-    millis,
+    PAGE_BYTES, PAGE_COUNT, PAGE_WORKERS, RETRY_ATTEMPTS, RETRY_BACKOFF, SOURCE_BYTES, STACK_BYTES,
+    STATE_BYTES, millis,
 };
 use crate::model::{Runner, RunnerKind};
 use runx_rules::Limits;
@@ -65,6 +65,9 @@ pub fn limits_for(runner: &Runner) -> AppliedLimits {
                 applied.push(&PAGE_BYTES, pages.page_bytes as u64);
                 for def in [&STATE_BYTES, &PAGE_COUNT, &ARTIFACT_BYTES] {
                     applied.push(def, def.default);
+                }
+                if let Some(parallel) = &pages.parallel {
+                    applied.push(&PAGE_WORKERS, parallel.workers as u64);
                 }
             }
         }

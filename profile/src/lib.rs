@@ -46,6 +46,7 @@ mod locate;
 mod model;
 mod numbers;
 mod packet;
+mod pages;
 mod parse;
 mod runner_map;
 mod template;
@@ -71,14 +72,14 @@ pub use limits::{
     HARNESS_SEARCH_DIRS, HEAP_BYTES, INPUT_BYTES, INPUT_INLINE, INPUTS_BYTES, INPUTS_JSON_INLINE,
     JS_WALL, KEY_FILE_BYTES, KILL_GRACE, LOG_BYTES, LimitDef, OUTPUT_BYTES, OUTPUT_DEPTH,
     PACKET_DIR_ENTRIES, PACKET_SCHEMA_BYTES, PACKET_SEARCH_DEPTH, PAGE_BYTES, PAGE_COUNT,
-    PRINTED_TEXT_BYTES, PROFILE_BYTES, RECEIPT_BYTES, RECEIPT_VALUES, REQUEST_VALUES,
+    PAGE_WORKERS, PRINTED_TEXT_BYTES, PROFILE_BYTES, RECEIPT_BYTES, RECEIPT_VALUES, REQUEST_VALUES,
     RETRY_ATTEMPTS, RETRY_BACKOFF, SOURCE_BYTES, STACK_BYTES, STATE_BYTES, Unit, YAML_DEPTH, human,
     millis,
 };
 pub use locate::{Step, locate, path as key_path};
 pub use model::{
     ArtifactsDecl, CliToolRunner, DEFAULT_RUN_NAME, Diagnostic, EnvDecl, Framing, InputMode,
-    JsRunner, OtherRunner, PROFILE_FILE, PagesDecl, PathScope, Profile, ProfileError,
+    JsRunner, OtherRunner, PROFILE_FILE, PagesDecl, ParallelDecl, PathScope, Profile, ProfileError,
     RESERVED_PAGE_INPUT, RetryDecl, RetryOn, Runner, RunnerKind, RunnerType,
 };
 pub use numbers::{MAX_SAFE_INTEGER, long_integer_in, long_integer_in_map, unsafe_integer};

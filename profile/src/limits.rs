@@ -146,6 +146,17 @@ pub const STATE_BYTES: LimitDef = LimitDef::fixed(
     2 * MIB as u64,
     "the encoded continuation state a page hands to the next",
 );
+/// Workers a map/fold paged runner maps pages on at once.
+pub const PAGE_WORKERS: LimitDef = LimitDef {
+    name: "page_workers",
+    unit: Unit::Count,
+    // As many as a pool may have (`runx_worker::MAX_WORKERS`): the pool's size caps it anyway.
+    default: 16,
+    min: 1,
+    max: 16,
+    field: Some("pages.workers"),
+    bounds: "the pages a map/fold runner maps at once (capped by the worker pool)",
+};
 /// Pages one paged run may deliver.
 pub const PAGE_COUNT: LimitDef = LimitDef::fixed(
     "page_count",
@@ -324,7 +335,7 @@ pub const PRINTED_TEXT_BYTES: LimitDef = LimitDef::fixed(
 );
 
 /// Every limit, for documentation and `runx skill inspect`.
-pub const CATALOGUE: [&LimitDef; 33] = [
+pub const CATALOGUE: [&LimitDef; 34] = [
     &INPUT_BYTES,
     &OUTPUT_BYTES,
     &OUTPUT_DEPTH,
@@ -336,6 +347,7 @@ pub const CATALOGUE: [&LimitDef; 33] = [
     &PAGE_BYTES,
     &STATE_BYTES,
     &PAGE_COUNT,
+    &PAGE_WORKERS,
     &ARTIFACT_BYTES,
     &CLI_WALL,
     &CAPTURE_BYTES,

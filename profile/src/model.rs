@@ -383,6 +383,26 @@ pub struct PagesDecl {
     pub framing: Framing,
     /// Source bytes one page may span ([`crate::limits::PAGE_BYTES`]).
     pub page_bytes: usize,
+    /// A map/fold runner (a runx extension): pages mapped in parallel, folded in page order.
+    pub parallel: Option<ParallelDecl>,
+}
+
+/// The map/fold declaration of a paged runner (`pages.map`, `pages.fold`, `pages.workers`), a
+/// runx extension: each page is mapped on its own by `map`, on up to `workers` workers at
+/// once, and the map results are folded strictly in page order by `fold`, so the output does
+/// not depend on how many workers mapped or in what order they finished.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ParallelDecl {
+    /// The export called once per page with `runx_page` (no `state`); it returns the page's
+    /// result.
+    pub map: String,
+    /// The export called once per page, in page order, with `runx_page.state` (the previous
+    /// fold's state) and `runx_page.result` (the page's map result); it returns what a
+    /// sequential page function returns.
+    pub fold: String,
+    /// The most pages mapped at once ([`crate::limits::PAGE_WORKERS`]); the runtime also caps
+    /// it by its pool.
+    pub workers: usize,
 }
 
 /// How a paged artifact is split into records.

@@ -390,6 +390,10 @@ pub(crate) struct RawPages {
     pub media_type: Option<String>,
     pub framing: Option<String>,
     pub page_bytes: Option<u64>,
+    /// runx extension: the map/fold exports of a parallel paged runner, and its workers.
+    pub map: Option<String>,
+    pub fold: Option<String>,
+    pub workers: Option<u64>,
 }
 
 /// `retry:` in either form: `{attempts, on, backoff_seconds}` (additional runs) or runx

@@ -122,6 +122,7 @@ fn full_profile_parses() {
             media_type: "application/json".into(),
             framing: Framing::JsonArray,
             page_bytes: 524288,
+            parallel: None,
         })
     );
 

@@ -10,13 +10,14 @@ use std::time::Duration;
 use serde_json::Value;
 
 use crate::contract::check_example;
-use crate::decl::{InputDecl, ValueType};
-use crate::limits::{CLI_WALL, JS_WALL, LimitDef, PAGE_BYTES, RETRY_ATTEMPTS, RETRY_BACKOFF};
+use crate::decl::InputDecl;
+use crate::limits::{CLI_WALL, JS_WALL, LimitDef, RETRY_ATTEMPTS, RETRY_BACKOFF};
 use crate::model::{
-    ArtifactsDecl, CliToolRunner, Diagnostic, EnvDecl, Framing, InputMode, JsRunner, PagesDecl,
-    RESERVED_PAGE_INPUT, RetryDecl, RetryOn, Runner, RunnerKind, SUPPORTED_TYPES,
+    ArtifactsDecl, CliToolRunner, Diagnostic, EnvDecl, InputMode, JsRunner, RESERVED_PAGE_INPUT,
+    RetryDecl, RetryOn, Runner, RunnerKind, SUPPORTED_TYPES,
 };
-use crate::runner_map::{OneOrMany, RawArtifacts, RawEnv, RawPages, RawRetry, RawRunner};
+use crate::pages::{build_pages, is_export_name};
+use crate::runner_map::{OneOrMany, RawArtifacts, RawEnv, RawRetry, RawRunner};
 use crate::template;
 
 /// Merges the nested `run:`/`source:` block into the runner, refusing a key given in both
@@ -182,6 +183,15 @@ fn build_javascript(
         check_export(export)?;
     }
     let pages = raw.pages.map(|p| build_pages(p, inputs)).transpose()?;
+    if let (Some(export), Some(parallel)) = (
+        &raw.export,
+        pages.as_ref().and_then(|p| p.parallel.as_ref()),
+    ) {
+        return Err(format!(
+            "`export` is `{export}`, but a map/fold runner calls `pages.map` (`{}`) and `pages.fold` (`{}`) and never `export`; remove `export`",
+            parallel.map, parallel.fold
+        ));
+    }
     if let Some(engine) = &raw.engine {
         check_engine(engine)?;
     }
@@ -347,11 +357,7 @@ fn check_module(module: &str) -> Result<(), String> {
 }
 
 fn check_export(export: &str) -> Result<(), String> {
-    let mut chars = export.chars();
-    let first_ok = chars
-        .next()
-        .is_some_and(|c| c.is_alphabetic() || c == '_' || c == '$');
-    if !first_ok || !chars.all(|c| c.is_alphanumeric() || c == '_' || c == '$') {
+    if !is_export_name(export) {
         return Err(format!(
             "`export` `{export}` is not a JavaScript export name; omit `export` to use the default export"
         ));
@@ -407,80 +413,6 @@ fn build_env(raw: Option<RawEnv>) -> Result<EnvDecl, String> {
     Ok(EnvDecl {
         required: raw.required,
         optional: raw.optional,
-    })
-}
-
-fn is_page_input_name(name: &str) -> bool {
-    !name.is_empty()
-        && name
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
-}
-
-fn build_pages(raw: RawPages, inputs: &BTreeMap<String, InputDecl>) -> Result<PagesDecl, String> {
-    for (key, value) in [
-        ("path_from", &raw.path_from),
-        ("path_scope_from", &raw.path_scope_from),
-    ] {
-        if !is_page_input_name(value) {
-            return Err(format!(
-                "`pages.{key}` is `{value}`; it names an input and must match [A-Za-z0-9_-]+"
-            ));
-        }
-        if value == RESERVED_PAGE_INPUT {
-            return Err(format!(
-                "`pages.{key}` may not be `{RESERVED_PAGE_INPUT}`, which the runtime reserves for page metadata"
-            ));
-        }
-        if let Some(decl) = inputs.get(value.as_str())
-            && !matches!(
-                decl.ty,
-                ValueType::String | ValueType::Json | ValueType::Any
-            )
-        {
-            return Err(format!(
-                "`pages.{key}` names input `{value}`, which is declared `{}`; it must be a string",
-                decl.ty
-            ));
-        }
-    }
-    if raw.path_from == raw.path_scope_from {
-        return Err(format!(
-            "`pages.path_from` and `pages.path_scope_from` both name `{}`; they must be different inputs",
-            raw.path_from
-        ));
-    }
-    let framing = match raw.framing.as_deref() {
-        None | Some("json_array") => Framing::JsonArray,
-        Some(other) => {
-            return Err(format!(
-                "`pages.framing` is `{other}`; the only framing is `json_array`"
-            ));
-        }
-    };
-    let media_type = raw
-        .media_type
-        .unwrap_or_else(|| "application/json".to_string());
-    if media_type.trim().is_empty() || !media_type.contains('/') {
-        return Err(format!(
-            "`pages.media_type` is `{media_type}`; give a media type such as application/json"
-        ));
-    }
-    let page_bytes = raw.page_bytes.unwrap_or(PAGE_BYTES.default);
-    if !(PAGE_BYTES.min..=PAGE_BYTES.max).contains(&page_bytes) {
-        return Err(format!(
-            "`pages.page_bytes` is {page_bytes}; allowed {} to {} (default {})",
-            PAGE_BYTES.min, PAGE_BYTES.max, PAGE_BYTES.default
-        ));
-    }
-    // At most 4 MiB, so it fits a usize everywhere.
-    let page_bytes = usize::try_from(page_bytes).unwrap_or(usize::MAX);
-    Ok(PagesDecl {
-        path_from: raw.path_from,
-        path_scope_from: raw.path_scope_from,
-        media_type,
-        framing,
-        page_bytes,
     })
 }
 

@@ -136,6 +136,72 @@ fn pages_validation_errors() {
 }
 
 #[test]
+fn map_fold_pages_are_validated() {
+    let page = |p: &str| js_err(&format!("    module: a.js\n    pages: {p}\n"));
+    let base = "path_from: f, path_scope_from: s";
+    for (extra, want) in [
+        ("map: m", "`pages.map` is declared without `pages.fold`"),
+        ("fold: f2", "`pages.fold` is declared without `pages.map`"),
+        ("workers: 2", "`pages.workers` applies to a map/fold runner"),
+        (
+            "map: 'a-b', fold: f2",
+            "`pages.map` `a-b` is not a JavaScript export name",
+        ),
+        (
+            "map: m, fold: '9x'",
+            "`pages.fold` `9x` is not a JavaScript export name",
+        ),
+        (
+            "map: m, fold: f2, workers: 0",
+            "`pages.workers` is 0; allowed 1 to 16",
+        ),
+        (
+            "map: m, fold: f2, workers: 17",
+            "`pages.workers` is 17; allowed 1 to 16",
+        ),
+    ] {
+        let e = page(&format!("{{ {base}, {extra} }}"));
+        assert!(e.contains(want), "{extra}: {e}");
+    }
+    let e = js_err(&format!(
+        "    module: a.js\n    export: run\n    pages: {{ {base}, map: m, fold: f2 }}\n"
+    ));
+    assert!(e.contains("remove `export`"), "{e}");
+    let p = ok(&format!(
+        "skill: s\nrun: {{ type: javascript, module: a.js, pages: {{ {base}, map: m, fold: f2, workers: 4 }} }}\n"
+    ));
+    let RunnerKind::Javascript(js) = &p.runners["default"].kind else {
+        panic!("a javascript runner");
+    };
+    let parallel = js.pages.as_ref().and_then(|p| p.parallel.clone());
+    assert_eq!(
+        parallel,
+        Some(ParallelDecl {
+            map: "m".into(),
+            fold: "f2".into(),
+            workers: 4
+        })
+    );
+    assert_eq!(
+        crate::limits_for(&p.runners["default"]).get("page_workers"),
+        Some(4)
+    );
+    let p = ok(&format!(
+        "skill: s\nrun: {{ type: javascript, module: a.js, pages: {{ {base}, map: m, fold: f2 }} }}\n"
+    ));
+    let RunnerKind::Javascript(js) = &p.runners["default"].kind else {
+        panic!("a javascript runner");
+    };
+    assert_eq!(
+        js.pages
+            .as_ref()
+            .and_then(|p| p.parallel.as_ref())
+            .map(|p| p.workers),
+        Some(16)
+    );
+}
+
+#[test]
 fn cli_tool_validation_errors() {
     let cases: &[(&str, &str)] = &[
         ("    args: [a]\n", "`command` is missing"),

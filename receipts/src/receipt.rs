@@ -191,6 +191,10 @@ pub struct ArtifactProvenance {
     /// For a failed page: its byte offset.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub failed_offset: Option<u64>,
+    /// For a map/fold runner: the workers its pages were mapped on at once (the declared
+    /// `pages.workers`, capped by the pool). The output does not depend on it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workers: Option<u32>,
     /// Where the time went.
     #[serde(default)]
     pub timings: PageTimings,

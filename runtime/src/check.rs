@@ -320,23 +320,28 @@ fn check_javascript(
             return;
         }
     };
-    let export = js.export.as_deref().unwrap_or("default");
-    let failure = match exports.get(export).and_then(Value::as_str) {
-        None => {
-            let names: Vec<String> = exports.keys().cloned().collect();
-            Failure::missing_export(&bundle.entry, js.export.as_deref(), &names)
-        }
-        Some("function") => return,
-        Some(kind) => Failure::not_a_function(&bundle.entry, export, kind),
-    };
-    let e = RunError::from(failure);
-    problems.push(at.problem(
-        name,
-        &["export", "module"],
-        Severity::Error,
-        &e.code,
-        e.message,
-    ));
+    // A map/fold runner calls its two exports and never `export`.
+    let called: Vec<(Option<&str>, &[&str])> =
+        match js.pages.as_ref().and_then(|p| p.parallel.as_ref()) {
+            Some(parallel) => vec![
+                (Some(parallel.map.as_str()), &["map", "pages"]),
+                (Some(parallel.fold.as_str()), &["fold", "pages"]),
+            ],
+            None => vec![(js.export.as_deref(), &["export", "module"])],
+        };
+    for (named, key) in called {
+        let export = named.unwrap_or("default");
+        let failure = match exports.get(export).and_then(Value::as_str) {
+            None => {
+                let names: Vec<String> = exports.keys().cloned().collect();
+                Failure::missing_export(&bundle.entry, named, &names)
+            }
+            Some("function") => continue,
+            Some(kind) => Failure::not_a_function(&bundle.entry, export, kind),
+        };
+        let e = RunError::from(failure);
+        problems.push(at.problem(name, key, Severity::Error, &e.code, e.message));
+    }
 }
 
 /// Loads `bundle` in a worker of `engine` under `limits`, calling nothing: each export and its

@@ -208,8 +208,14 @@ fn describe_runner(p: &Profile, r: &Runner) -> Value {
             Some(js.module.clone()),
             js.export.clone(),
             js.pages.as_ref().map(|pg| {
-                json!({"path_from": pg.path_from, "path_scope_from": pg.path_scope_from,
-                       "media_type": pg.media_type, "framing": "json_array", "page_bytes": pg.page_bytes})
+                let mut pages = json!({"path_from": pg.path_from, "path_scope_from": pg.path_scope_from,
+                       "media_type": pg.media_type, "framing": "json_array", "page_bytes": pg.page_bytes});
+                if let (Some(par), Some(obj)) = (&pg.parallel, pages.as_object_mut()) {
+                    obj.insert("map".into(), json!(par.map));
+                    obj.insert("fold".into(), json!(par.fold));
+                    obj.insert("workers".into(), json!(par.workers));
+                }
+                pages
             }),
             None,
             Some(engine_json(js.engine.as_deref())),

@@ -29,6 +29,26 @@ export function page(inputs) {
   if (p.eof) return { runx_page: { state: s }, records: s.records, likes: s.likes };
   return { runx_page: { state: s } };
 }
+// The same aggregate as a map/fold runner (a runx extension): each page aggregated on its own,
+// the aggregates merged in page order.
+export function mapPage(inputs) {
+  const s = { records: 0, likes: 0, sensitive: 0, users: {} };
+  for (const text of inputs.runx_page.records) {
+    const r = JSON.parse(text);
+    s.records += 1; s.likes += r.likes; if (r.sensitive) s.sensitive += 1;
+    const k = r.user.length % 16; s.users[k] = (s.users[k] ?? 0) + 1;
+  }
+  return s;
+}
+export function foldPages(inputs) {
+  const p = inputs.runx_page;
+  const s = p.state ?? { records: 0, likes: 0, sensitive: 0, users: {} };
+  const r = p.result;
+  s.records += r.records; s.likes += r.likes; s.sensitive += r.sensitive;
+  for (const k in r.users) s.users[k] = (s.users[k] ?? 0) + r.users[k];
+  if (p.eof) return { runx_page: { state: s }, records: s.records, likes: s.likes };
+  return { runx_page: { state: s } };
+}
 export function trivial() { return { ok: true }; }
 "#;
 
@@ -114,8 +134,15 @@ pub fn runner_name(page_bytes: usize) -> String {
     format!("pages_{page_bytes}")
 }
 
+/// The map/fold runner of the throughput package for `page_bytes`: the same aggregate, its
+/// pages mapped on as many workers as the pool has.
+pub fn map_fold_runner_name(page_bytes: usize) -> String {
+    format!("map_fold_{page_bytes}")
+}
+
 /// Writes the throughput package into `dir`: `main.mjs` ([`AGGREGATE_MODULE`]) and `X.yaml`
-/// with one paged runner per page size (see [`runner_name`]) and a `trivial` runner.
+/// with a paged runner and a map/fold runner per page size (see [`runner_name`] and
+/// [`map_fold_runner_name`]) and a `trivial` runner.
 pub fn write_package(dir: &Path, page_sizes: &[usize]) -> std::io::Result<()> {
     std::fs::create_dir_all(dir)?;
     std::fs::write(dir.join("main.mjs"), AGGREGATE_MODULE)?;
@@ -126,6 +153,10 @@ pub fn write_package(dir: &Path, page_sizes: &[usize]) -> std::io::Result<()> {
         yaml.push_str(&format!(
             "  {}:\n    type: javascript\n    module: main.mjs\n    export: page\n    timeout_seconds: 30\n    inputs: {{ archive_file: {{ type: string }}, archive_base: {{ type: string, default: workspace }} }}\n    outputs: {{ records: integer }}\n    pages: {{ path_from: archive_file, path_scope_from: archive_base, page_bytes: {bytes} }}\n",
             runner_name(bytes)
+        ));
+        yaml.push_str(&format!(
+            "  {}:\n    type: javascript\n    module: main.mjs\n    timeout_seconds: 30\n    inputs: {{ archive_file: {{ type: string }}, archive_base: {{ type: string, default: workspace }} }}\n    outputs: {{ records: integer }}\n    pages: {{ path_from: archive_file, path_scope_from: archive_base, page_bytes: {bytes}, map: mapPage, fold: foldPages }}\n",
+            map_fold_runner_name(bytes)
         ));
     }
     std::fs::write(dir.join("X.yaml"), yaml)
@@ -216,10 +247,30 @@ impl Bench {
         page_bytes: usize,
         progress: Option<ProgressSink>,
     ) -> Result<PagesRun, RunError> {
+        self.run_runner(rt, &runner_name(page_bytes), progress)
+    }
+
+    /// Runs the map/fold runner for `page_bytes` once over the archive, on as many workers as
+    /// `rt`'s pool has.
+    pub fn run_map_fold(
+        &self,
+        rt: &Runtime,
+        page_bytes: usize,
+        progress: Option<ProgressSink>,
+    ) -> Result<PagesRun, RunError> {
+        self.run_runner(rt, &map_fold_runner_name(page_bytes), progress)
+    }
+
+    fn run_runner(
+        &self,
+        rt: &Runtime,
+        runner: &str,
+        progress: Option<ProgressSink>,
+    ) -> Result<PagesRun, RunError> {
         let mut inputs = Map::new();
         inputs.insert("archive_file".into(), Value::String(self.archive.clone()));
         let mut req = RunRequest::new(&self.package, inputs);
-        req.runner = Some(runner_name(page_bytes));
+        req.runner = Some(runner.to_string());
         req.workspace = self.workspace.clone();
         req.receipt_dir = Some(self.workspace.join("receipts"));
         req.progress = progress;

@@ -41,6 +41,10 @@ struct PagesArgs {
     /// Also draw throughput (MB/s) against page size, one series per archive size, as SVG.
     #[arg(long, value_name = "FILE.svg")]
     plot: Option<PathBuf>,
+    /// Also run the same aggregate as a map/fold runner (`pages.map`, `pages.fold`) on a pool
+    /// of N workers, after each sequential cell, and print its speedup over it.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..=16))]
+    parallel: Option<u16>,
 }
 
 /// Parses `256MiB`, `1MiB`, `512KiB`, `1GiB`, `4096B` or plain bytes (units are
@@ -88,8 +92,12 @@ struct Cell {
     file_bytes: u64,
     records: u64,
     page_bytes: u64,
+    /// The map/fold runner's pool size; `None` for the sequential runner.
+    workers: Option<u16>,
     /// Sorted by wall; the median is in the middle.
     runs: Vec<PagesRun>,
+    /// For a map/fold cell: the sequential cell's median wall over its own.
+    speedup: Option<f64>,
 }
 
 impl Cell {
@@ -117,6 +125,9 @@ impl Cell {
             "file_bytes": self.file_bytes,
             "records": self.records,
             "page_bytes": self.page_bytes,
+            "runner": if self.workers.is_some() { "map_fold" } else { "sequential" },
+            "workers": self.workers,
+            "speedup": self.speedup,
             "pages": m.pages,
             "wall_ms": m.wall.as_secs_f64() * 1000.0,
             "mb_per_s": self.mb_per_s(m),
@@ -216,44 +227,73 @@ fn measure(
     };
     runx_workload::write_package(&bench.package, &page_usizes)
         .map_err(|e| format!("cannot write the bench package: {e}"))?;
+    // The map/fold cells run on a pool of their own size; its workers die with runx.
+    let parallel = args.parallel.map(|n| {
+        crate::launch::configured_runtime(Some(engine), crate::keys::Keys::default())
+            .with_pool_size(usize::from(n))
+    });
     let mut cells = Vec::new();
     for &size in sizes {
         let info = std::fs::File::create(dir.path().join(&bench.archive))
             .and_then(|mut f| runx_workload::write_archive(&mut f, size))
             .map_err(|e| format!("cannot write the archive: {e}"))?;
         for &page_bytes in page_sizes {
-            let mut runs = Vec::new();
-            for _ in 0..args.runs {
-                runs.push(run_once(rt, &bench, size, page_bytes)?);
+            let mut pair = vec![(rt, None)];
+            if let (Some(par), Some(n)) = (&parallel, args.parallel) {
+                pair.push((par, Some(n)));
             }
-            runs.sort_by_key(|r| r.wall);
-            let cell = Cell {
-                size,
-                file_bytes: info.bytes,
-                records: info.records,
-                page_bytes,
-                runs,
-            };
-            if !args.json {
-                if cells.is_empty() {
-                    print_header(engine, args.runs);
+            let mut sequential_wall = None;
+            for (rt, workers) in pair {
+                let mut runs = Vec::new();
+                for _ in 0..args.runs {
+                    runs.push(run_once(rt, &bench, size, page_bytes, workers.is_some())?);
                 }
-                print_row(&cell);
+                runs.sort_by_key(|r| r.wall);
+                let wall = runs[runs.len() / 2].wall.as_secs_f64();
+                let speedup = match sequential_wall {
+                    Some(seq) => Some(seq / wall.max(1e-9)),
+                    None => {
+                        sequential_wall = Some(wall);
+                        None
+                    }
+                };
+                let cell = Cell {
+                    size,
+                    file_bytes: info.bytes,
+                    records: info.records,
+                    page_bytes,
+                    workers,
+                    runs,
+                    speedup,
+                };
+                if !args.json {
+                    if cells.is_empty() {
+                        print_header(engine, args.runs);
+                    }
+                    print_row(&cell);
+                }
+                cells.push(cell);
             }
-            cells.push(cell);
         }
     }
     Ok(cells)
 }
 
 /// One paged run, with a progress bar on a terminal.
-fn run_once(rt: &Runtime, bench: &Bench, size: u64, page_bytes: u64) -> Result<PagesRun, String> {
+fn run_once(
+    rt: &Runtime,
+    bench: &Bench,
+    size: u64,
+    page_bytes: u64,
+    map_fold: bool,
+) -> Result<PagesRun, String> {
     let bar = progress::sink();
-    let result = bench.run_pages(
-        rt,
-        page_bytes as usize,
-        bar.as_ref().map(|(s, _)| s.clone()),
-    );
+    let sink = bar.as_ref().map(|(s, _)| s.clone());
+    let result = if map_fold {
+        bench.run_map_fold(rt, page_bytes as usize, sink)
+    } else {
+        bench.run_pages(rt, page_bytes as usize, sink)
+    };
     if let Some((_, b)) = &bar {
         progress::finish(b);
     }
@@ -306,7 +346,8 @@ fn print_header(engine: &str, runs: u32) {
         "engine {engine}, median of {runs} run(s); time split in % of the paged wall (framing overlaps the calls); peak memory of runx and its worker in MiB: non-evictable (RssAnon + shared memory) / resident"
     );
     outln!(
-        "{:>8} {:>8} {:>6} {:>8} {:>11} {:>10} {:>8} {:>10} {:>11} {:>7} {:>14}",
+        "{:>10} {:>8} {:>8} {:>6} {:>8} {:>11} {:>10} {:>8} {:>10} {:>11} {:>7} {:>14}",
+        "runner",
         "size",
         "page",
         "pages",
@@ -324,8 +365,13 @@ fn print_header(engine: &str, runs: u32) {
 fn print_row(c: &Cell) {
     let m = c.median();
     let s = &m.split;
+    let runner = match c.workers {
+        Some(n) => format!("map/fold{n}"),
+        None => "sequential".to_string(),
+    };
     outln!(
-        "{:>8} {:>8} {:>6} {:>8.1} {:>11.0} {:>9.1}% {:>7.1}% {:>9.1}% {:>10.1}% {:>6.1}% {:>6.1} / {:>5.1}",
+        "{:>10} {:>8} {:>8} {:>6} {:>8.1} {:>11.0} {:>9.1}% {:>7.1}% {:>9.1}% {:>10.1}% {:>6.1}% {:>6.1} / {:>5.1}",
+        runner,
         human(c.size),
         human(c.page_bytes),
         m.pages,
@@ -339,6 +385,9 @@ fn print_row(c: &Cell) {
         m.memory.non_evictable_kib as f64 / 1024.0,
         m.memory.resident_kib as f64 / 1024.0,
     );
+    if let Some(speedup) = c.speedup {
+        outln!("{:>10} map/fold / sequential: {speedup:.2}x", "");
+    }
 }
 
 /// Draws MB/s against page size (log scale), one series per archive size.
@@ -387,7 +436,7 @@ fn plot(path: &Path, cells: &[Cell]) -> Result<(), String> {
         let color = Palette99::pick(i).to_rgba();
         let points: Vec<(f64, f64)> = cells
             .iter()
-            .filter(|c| c.size == *size)
+            .filter(|c| c.size == *size && c.workers.is_none())
             .map(|c| (kib(c.page_bytes), c.mb_per_s(c.median())))
             .collect();
         chart

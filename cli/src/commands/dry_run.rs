@@ -43,11 +43,19 @@ pub fn print_plan(p: &Plan) {
     }
     if let Some(m) = &p.module {
         outln!("engine:       {}", m.engine);
-        outln!(
-            "module:       {} (export {})",
-            word(&m.entry),
-            word(&m.export)
-        );
+        match &m.fold {
+            Some(fold) => outln!(
+                "module:       {} (map {}, fold {})",
+                word(&m.entry),
+                word(&m.export),
+                word(fold)
+            ),
+            None => outln!(
+                "module:       {} (export {})",
+                word(&m.entry),
+                word(&m.export)
+            ),
+        }
         outln!("bundle:       {}", m.bundle_digest);
         for f in &m.modules {
             outln!("  {} ({}, {})", word(&f.path), bytes(f.bytes), f.digest);

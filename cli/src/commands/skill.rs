@@ -52,6 +52,10 @@ pub struct SkillArgs {
     /// artifact and pages, limits) without starting anything or writing a receipt.
     #[arg(long)]
     pub dry_run: bool,
+    /// Workers the run's pool may have (1–16; default: one per CPU). A map/fold runner maps
+    /// its pages on at most this many at once.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..=16))]
+    pub pool_size: Option<u16>,
     #[command(flatten)]
     pub sign: SignArgs,
 }
@@ -114,7 +118,11 @@ pub fn run(args: SkillArgs, engine: Option<&str>) -> ExitCode {
     }
     // Signals are routed to the runtime only now: until the inputs are read (stdin may wait on
     // a terminal) there is nothing to clean up and the default action ends runx.
-    let rt = launch::runtime(engine, keys);
+    let mut configured = launch::configured_runtime(engine, keys);
+    if let Some(n) = args.pool_size {
+        configured = configured.with_pool_size(usize::from(n));
+    }
+    let rt = launch::install(configured);
     let mut req = request(&args, &dir);
     let outcome = match inputs {
         Ok(inputs) => {

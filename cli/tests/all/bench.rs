@@ -87,3 +87,36 @@ fn bench_pages_rejects_bad_sizes() {
         assert!(!out.stderr.is_empty());
     }
 }
+
+#[test]
+fn bench_pages_parallel_runs_the_map_fold_runner_beside_the_sequential_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let (v, code) = json_in(
+        dir.path(),
+        &[
+            "bench",
+            "pages",
+            "--size",
+            "1MiB",
+            "--page-bytes",
+            "256KiB",
+            "--runs",
+            "1",
+            "--parallel",
+            "2",
+        ],
+        &[],
+    );
+    assert_eq!(code, 0, "{v}");
+    let results = v["results"].as_array().unwrap();
+    assert_eq!(results.len(), 2, "{v}");
+    let (seq, par) = (&results[0], &results[1]);
+    assert_eq!(
+        (&seq["runner"], &par["runner"]),
+        (&Value::from("sequential"), &Value::from("map_fold"))
+    );
+    assert_eq!(par["workers"], 2);
+    assert_eq!(par["pages"], seq["pages"]);
+    assert!(par["speedup"].as_f64().unwrap() > 0.0, "{par}");
+    assert_eq!(seq["speedup"], Value::Null);
+}

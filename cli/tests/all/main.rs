@@ -9,6 +9,7 @@ mod docs;
 mod dry_run;
 mod harness;
 mod javascript;
+mod map_fold;
 mod mcp;
 mod messages;
 mod pages;

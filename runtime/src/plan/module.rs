@@ -19,8 +19,12 @@ pub struct ModulePlan {
     pub engine: String,
     /// The entry module's path in the package.
     pub entry: String,
-    /// The export called (`default` when the runner names none).
+    /// The export called (`default` when the runner names none); for a map/fold runner, its
+    /// map.
     pub export: String,
+    /// For a map/fold runner: the fold export.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fold: Option<String>,
     /// The digest of the whole bundle, as the receipt records it (`bundle_digest`).
     pub bundle_digest: String,
     /// Every module of the closure (the entry and every module it imports), in path order.
@@ -121,10 +125,15 @@ pub(super) fn plan(
 ) -> Result<Planned, RunError> {
     let mut provenance = Provenance::of(step.runner);
     let module = Module::load(ctx, step, js, &mut provenance)?;
+    let parallel = js.pages.as_ref().and_then(|p| p.parallel.as_ref());
     let module_plan = ModulePlan {
         engine: module.engine.clone(),
         entry: module.bundle.entry.clone(),
-        export: js.export.clone().unwrap_or_else(|| "default".to_string()),
+        export: parallel
+            .map(|p| p.map.clone())
+            .or_else(|| js.export.clone())
+            .unwrap_or_else(|| "default".to_string()),
+        fold: parallel.map(|p| p.fold.clone()),
         bundle_digest: module.digest.clone(),
         modules: module
             .bundle

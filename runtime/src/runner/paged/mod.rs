@@ -12,11 +12,16 @@
 //!   page (prepare, call, settle);
 //! - `send_ahead`: pages sent to a leased worker ahead of the reply before them;
 //! - `page`: a page on its way through the loop, and what the run gathers ([`Walk`]);
-//! - `snapshot_framer`, `queue`, `result`: framing while the snapshot is copied, the bounded
-//!   queue between the framing thread and the loop, a page's reply split and checked.
+//! - `snapshot_framer`, `producer`, `queue`, `result`: framing while the snapshot is copied,
+//!   the framing thread's loop, the bounded queue between it and the calls, a page's reply
+//!   split and checked;
+//! - `parallel`: the map/fold runner (a runx extension), which frames, admits and settles
+//!   pages as this loop does, but maps them on several workers at once.
 
 mod page;
 mod page_loop;
+mod parallel;
+mod producer;
 mod queue;
 mod result;
 mod send_ahead;
@@ -31,6 +36,7 @@ pub(crate) use page::At;
 use page::{Framed, Settled, Unanswered, Walk, ms};
 pub(crate) use page_loop::too_many_pages;
 use page_loop::{PageLoop, page_budget};
+use producer::LOOKAHEAD_BYTES;
 use queue::{ConsumerGuard, PageQueue};
 use runx_profile::{JsRunner, PageSource, PagesDecl, PathScope};
 use runx_receipts::{ArtifactProvenance, digest};
@@ -41,13 +47,6 @@ use std::collections::VecDeque;
 use std::path::PathBuf;
 use std::sync::mpsc::Sender;
 use std::time::Instant;
-
-/// Bytes of framed pages (record tables, metadata, and records copied for a worker without a
-/// descriptor channel) that may wait for their call. A page sent by descriptor weighs 8 bytes
-/// per record, about 3% of its span for records of 250 bytes, so this keeps over a hundred
-/// pages of 1 MiB ahead of the calls; see `queue` for why the framing thread refills it in
-/// bursts.
-const LOOKAHEAD_BYTES: usize = 4 * 1024 * 1024;
 
 /// Runs a paged runner: its module, admission, then the page loop.
 pub(crate) fn run(ctx: &RunContext<'_>, step: Step<'_>, js: &JsRunner, pages: &PagesDecl) -> Ran {
@@ -127,19 +126,33 @@ fn admit_and_loop(
         waiting: VecDeque::new(),
     };
     walk.record.timings.admission_ms = ms(started.elapsed());
+    let pool = ctx.workers.pool(&module.engine)?;
+    // A map/fold runner calls its map with each page, and maps on as many workers as it
+    // declares and the pool has.
+    let (export, workers) = match &pages.parallel {
+        Some(parallel) => {
+            let workers = parallel.workers.min(pool.config().size).max(1);
+            walk.record.workers = Some(u32::try_from(workers).unwrap_or(u32::MAX));
+            (Some(parallel.map.clone()), workers)
+        }
+        None => (js.export.clone(), 1),
+    };
     let page_loop = PageLoop {
-        pool: ctx.workers.pool(&module.engine)?,
+        pool,
         cancel: ctx.cancel,
         artifact: &artifact,
         pages,
-        export: js.export.clone(),
+        export,
         module,
         base: start.base,
         environment: step.environment,
         progress: step.progress,
         run: runx_worker::PagePayload::new_run(),
     };
-    let result = walk_pages(&page_loop, &mut walk);
+    let result = match &pages.parallel {
+        Some(parallel) => parallel::walk_pages(&page_loop, parallel, workers, &mut walk),
+        None => walk_pages(&page_loop, &mut walk),
+    };
     let mut record = walk.record;
     // No result leaves the run before the copy into the snapshot is whole and hashes to the
     // digest every page carried (a run that ended early copies the rest now). A failed run
@@ -159,31 +172,12 @@ fn admit_and_loop(
 /// Frames pages on a second thread and calls the export once per page until `eof` or
 /// `done`; the output is what the last page returned beside `runx_page`.
 fn walk_pages(page_loop: &PageLoop<'_>, walk: &mut Walk<'_>) -> Result<Value, RunError> {
-    let mut framer = SnapshotFramer::new(page_loop.artifact, page_loop.cancel);
+    let framer = SnapshotFramer::new(page_loop.artifact, page_loop.cancel);
     let queue = PageQueue::new(LOOKAHEAD_BYTES);
     std::thread::scope(|s| {
-        // Record buffers come back after their call, so pages reuse memory instead of
-        // faulting in a fresh megabyte each.
         let (give_back, spare_blobs) = std::sync::mpsc::channel::<Vec<u8>>();
-        let budget = page_loop.budget();
         let queue = &queue;
-        s.spawn(move || {
-            let producer = queue.producer();
-            loop {
-                let started = Instant::now();
-                let next = framer
-                    .next_page(&budget)
-                    .map(|page| page.map(|page| page_loop.prepare(page, &spare_blobs)));
-                let last = !matches!(&next, Ok(Some(p)) if !p.page.eof);
-                let weight = match &next {
-                    Ok(Some(p)) => p.weight(),
-                    _ => 0,
-                };
-                if !producer.push((next, started.elapsed()), weight) || last {
-                    return;
-                }
-            }
-        });
+        s.spawn(move || producer::frame_pages(page_loop, framer, queue, &spare_blobs));
         call_pages(page_loop, &queue.consumer(), &give_back, walk)
     })
 }

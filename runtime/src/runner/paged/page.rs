@@ -13,6 +13,9 @@ pub(super) fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1000.0
 }
 
+/// What ends a page's `meta_prefix`: its state follows.
+pub(super) const STATE_KEY: &str = ",\"state\":";
+
 /// A page framed and hashed, waiting for the state of the page before it.
 pub(super) struct Prepared {
     pub page: Page,

@@ -1,7 +1,7 @@
 //! What the page loop holds for the whole run, and the steps every page takes through it:
 //! laid out for transport and hashed, called, and its reply settled.
 
-use super::page::{At, Framed, Prepared, Settled, Unframed, Walk, ms, span};
+use super::page::{At, Framed, Prepared, STATE_KEY, Settled, Unframed, Walk, ms, span};
 use super::queue::ConsumerGuard;
 use super::result::page_result;
 use crate::artifact::Artifact;
@@ -262,7 +262,7 @@ impl PageLoop<'_> {
         page.records = Vec::new();
         let mut meta_prefix = head.to_string();
         meta_prefix.pop(); // the closing brace; `"state": …}` follows
-        meta_prefix.push_str(",\"state\":");
+        meta_prefix.push_str(STATE_KEY);
         Prepared {
             page,
             meta_prefix,

@@ -1,0 +1,162 @@
+//! One map thread: it takes the next framed page, calls the map export with it (the page's
+//! `runx_page` without `state`) on a pooled worker, and posts the result for the fold.
+
+use super::super::page::{At, Prepared, Unframed};
+use super::super::page_loop::{PageLoop, too_many_pages};
+use super::board::{Board, MapOutcome, Mapped, MapperLeaves, Slot};
+use crate::failure::{FailureKind, RunError};
+use runx_profile::{PAGE_COUNT, STATE_BYTES};
+use runx_worker::{ConsoleLog, PagePayload, PageRecords, Reply};
+use std::sync::mpsc::Sender;
+use std::time::Instant;
+
+/// Maps pages until the board needs no more; `give_back` returns record buffers to the
+/// framing thread.
+pub(super) fn map_pages(page_loop: &PageLoop<'_>, board: &Board<'_>, give_back: &Sender<Vec<u8>>) {
+    let _leaves = MapperLeaves(board);
+    while let Some((seq, (framed, took))) = board.next_page() {
+        let slot = match framed {
+            Ok(Some(prepared)) => {
+                if !board.wanted(seq) {
+                    // An earlier page ends the run: this one would never be folded.
+                    continue;
+                }
+                // A panic here must not leave the fold waiting for a page no one posts.
+                let mapped = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                    map_page(page_loop, prepared, took, give_back)
+                }));
+                match mapped {
+                    Ok(mapped) => Slot::Page(Box::new(mapped)),
+                    Err(_) => Slot::Unframed(
+                        Unframed::Run(RunError::internal(
+                            "map_thread",
+                            format!("the map thread stopped while mapping page {seq}"),
+                        )),
+                        took,
+                    ),
+                }
+            }
+            Ok(None) => Slot::Unframed(
+                Unframed::Run(RunError::new(
+                    FailureKind::Page,
+                    "no_final_page",
+                    "the artifact ended without a final page",
+                )),
+                took,
+            ),
+            Err(unframed) => Slot::Unframed(unframed, took),
+        };
+        board.post(seq, slot);
+    }
+}
+
+/// Calls the map export with one page. Each call gets the whole console bound: calls run side
+/// by side, so what the pages before left of it is not known yet; the fold joins the logs in
+/// page order under the run's one bound.
+fn map_page(
+    page_loop: &PageLoop<'_>,
+    prepared: Prepared,
+    framing: std::time::Duration,
+    give_back: &Sender<Vec<u8>>,
+) -> Mapped {
+    let at = At::of(&prepared.page);
+    let (eof, covered) = (prepared.page.eof, prepared.page.next_offset);
+    let meta_prefix = prepared.meta_prefix;
+    let mapped = |outcome| Mapped {
+        at,
+        eof,
+        covered,
+        meta_prefix: meta_prefix.clone(),
+        framing,
+        outcome,
+    };
+    if u64::from(at.index) >= PAGE_COUNT.max {
+        return mapped(MapOutcome::Failed {
+            error: too_many_pages(),
+            log: ConsoleLog::default(),
+        });
+    }
+    let mut call = page_loop.page_call(
+        PagePayload {
+            meta: stateless_meta(&meta_prefix),
+            records: prepared.records,
+            keep_state: false,
+            state_from: None,
+            run: Some(page_loop.run),
+        },
+        &ConsoleLog::default(),
+        true,
+    );
+    let started = Instant::now();
+    let reply = page_loop.pool.call_cancellable(&call, page_loop.cancel);
+    let took = started.elapsed();
+    if let Some(PagePayload {
+        records: PageRecords::Inline { blob, .. },
+        ..
+    }) = call.page.take()
+    {
+        let _ = give_back.send(blob);
+    }
+    let outcome = match reply {
+        Ok(mut reply) => match check_result(&reply) {
+            Ok(()) => MapOutcome::Result {
+                output: std::mem::take(&mut reply.output),
+                call: took,
+                engine: reply.engine_time,
+                log: std::mem::take(&mut reply.log),
+            },
+            Err(error) => MapOutcome::Failed {
+                error,
+                log: std::mem::take(&mut reply.log),
+            },
+        },
+        Err(e) => MapOutcome::Failed {
+            error: e.failure.into(),
+            log: e.log,
+        },
+    };
+    mapped(outcome)
+}
+
+/// The page metadata a map call sees: the page's `runx_page` without `state` (a page's map
+/// depends on its own records only).
+fn stateless_meta(meta_prefix: &str) -> Vec<u8> {
+    let head = meta_prefix
+        .strip_suffix(super::super::page::STATE_KEY)
+        .unwrap_or(meta_prefix);
+    let mut meta = Vec::with_capacity(head.len() + 1);
+    meta.extend_from_slice(head.as_bytes());
+    meta.push(b'}');
+    meta
+}
+
+/// A map result passes to the fold inside its input: it must be JSON and, like a state carried
+/// between pages, at most [`STATE_BYTES`].
+fn check_result(reply: &Reply) -> Result<(), RunError> {
+    serde_json::from_slice::<serde::de::IgnoredAny>(&reply.output)
+        .map_err(|e| RunError::new(FailureKind::OutputRejected, "invalid_json", e.to_string()))?;
+    let len = reply.output.len() as u64;
+    if len > STATE_BYTES.max {
+        return Err(RunError::limit(
+            &STATE_BYTES,
+            format!(
+                "the map result is {len} bytes; at most {} bytes (2 MiB) pass from a page's map to the fold",
+                STATE_BYTES.max
+            ),
+        ));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_map_sees_no_state() {
+        let meta = stateless_meta(r#"{"page_index":0,"eof":true,"state":"#);
+        assert_eq!(meta, br#"{"page_index":0,"eof":true}"#);
+        let v: serde_json::Value = serde_json::from_slice(&meta).unwrap();
+        assert!(v.get("state").is_none());
+    }
+}
