@@ -12,7 +12,7 @@ const INPUTS: &str = "    inputs:\n      data: { type: string, required: true }\
 
 /// A workspace with a package `pkg` around the archive fixture's `tally.mjs`, framed into
 /// pages of `page_bytes`: `seq` (the sequential reference, one page function doing both), and
-/// `w1`, `w2`, `w4` (map/fold on 1, 2 and 4 workers).
+/// `w1`, `w2`, `w4`, `w8` (map/fold on 1, 2, 4 and 8 workers).
 fn tally_package(page_bytes: usize) -> tempfile::TempDir {
     let ws = tempfile::tempdir().unwrap();
     let pkg = ws.path().join("pkg");
@@ -27,7 +27,7 @@ fn tally_package(page_bytes: usize) -> tempfile::TempDir {
     yaml += &format!(
         "  seq:\n{head}    export: tallySequential\n{INPUTS}    pages: {{ path_from: data, path_scope_from: data_base, page_bytes: {page_bytes} }}\n"
     );
-    for n in [1, 2, 4] {
+    for n in [1, 2, 4, 8] {
         yaml += &format!(
             "  w{n}:\n{head}{INPUTS}    pages: {{ path_from: data, path_scope_from: data_base, page_bytes: {page_bytes}, map: tallyPage, fold: mergeTallies, workers: {n} }}\n"
         );
@@ -36,14 +36,14 @@ fn tally_package(page_bytes: usize) -> tempfile::TempDir {
     ws
 }
 
-/// Runs `runner` of `pkg` over `data.json` in `ws` with a pool of four workers.
+/// Runs `runner` of `pkg` over `data.json` in `ws` with a pool of eight workers.
 fn tally(ws: &Path, runner: &str, extra: &[&str]) -> (Value, i32) {
     let mut args = vec![
         "skill",
         "pkg",
         runner,
         "--pool-size",
-        "4",
+        "8",
         "-i",
         "data=data.json",
         "-i",
@@ -51,6 +51,39 @@ fn tally(ws: &Path, runner: &str, extra: &[&str]) -> (Value, i32) {
     ];
     args.extend_from_slice(extra);
     json_in(ws, &args, &[])
+}
+
+/// `runner` run as [`tally`] runs it, on `engine` whatever `RUNX_TEST_ENGINE` says; `None` when
+/// this runx was built without that engine (and the suite is not running on it).
+fn tally_on(ws: &Path, engine: &str, runner: &str) -> Option<(Value, i32)> {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_runx"))
+        .current_dir(ws)
+        .env_remove("RUNX_RECEIPT_DIR")
+        .args([
+            "--engine",
+            engine,
+            "skill",
+            "pkg",
+            runner,
+            "--pool-size",
+            "8",
+        ])
+        .args(["-i", "data=data.json", "-i", "keyword=runx", "--json"])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let built = !(out.status.code() == Some(64)
+        && String::from_utf8_lossy(&out.stderr).contains("--engine"));
+    if !built {
+        // On the engine the suite runs on, a missing engine is a failure, not a skip.
+        assert_ne!(
+            test_engine().as_deref(),
+            Some(engine),
+            "runx lacks `{engine}`"
+        );
+        return None;
+    }
+    Some(json_of(&out))
 }
 
 /// The artifact record of a run's evidence.
@@ -112,7 +145,8 @@ proptest! {
     #![proptest_config(config())]
 
     /// The output bytes of a map/fold run are a function of the archive's bytes: identical on
-    /// 1, 2 and 4 workers, and equal to the sequential page function doing the same work.
+    /// 1, 2, 4 and 8 workers and on both engines (where this runx has V8: the V8 stage of CI),
+    /// and equal to the sequential page function doing the same work.
     #[test]
     fn map_fold_output_is_the_same_for_any_number_of_workers(
         records in prop::collection::vec(record(), 0..120),
@@ -126,7 +160,7 @@ proptest! {
         prop_assert_eq!(code, 0, "{}", reference);
         prop_assert_eq!(&reference["result"]["scanned"], &json!(records.len()));
         let digest = |v: &Value| evidence(&receipt_of(v))["output_digest"].clone();
-        for (runner, workers) in [("w1", 1), ("w2", 2), ("w4", 4)] {
+        for (runner, workers) in [("w1", 1), ("w2", 2), ("w4", 4), ("w8", 8)] {
             let (v, code) = tally(ws.path(), runner, &[]);
             prop_assert_eq!(code, 0, "{}: {}", runner, v);
             prop_assert_eq!(&v["result"], &reference["result"], "{}", runner);
@@ -135,6 +169,13 @@ proptest! {
             prop_assert_eq!(&record["workers"], &json!(workers));
             prop_assert_eq!(&record["page_count"], &artifact(&reference)["page_count"]);
             prop_assert_eq!(&record["finished"], &json!(true));
+        }
+        for engine in ["quickjs", "v8"] {
+            if let Some((v, code)) = tally_on(ws.path(), engine, "w2") {
+                prop_assert_eq!(code, 0, "{}: {}", engine, v);
+                prop_assert_eq!(&v["result"], &reference["result"], "{}", engine);
+                prop_assert_eq!(digest(&v), digest(&reference), "{}", engine);
+            }
         }
     }
 }
