@@ -60,19 +60,25 @@ fn usage(code: &str, e: &KeyError) -> RunError {
     RunError::new(FailureKind::Usage, code, e.to_string())
 }
 
+/// The verification key: the key in `file`, else the verification key in the environment, else
+/// the public half of a configured signing key; `None` when none is configured. Half a key or a
+/// malformed one is an error.
+pub fn verify_key(file: Option<&Path>) -> Result<Option<VerifyKey>, KeyError> {
+    match file {
+        Some(file) => VerifyKey::from_file(file).map(Some),
+        None => match VerifyKey::from_env()? {
+            Some(key) => Ok(Some(key)),
+            None => Ok(Signer::from_env()?.map(|s| s.verify_key())),
+        },
+    }
+}
+
 /// Whom a verifier trusts: the key in `file`, else the verification key in the environment,
 /// else the public half of a configured signing key; with `allow_local`, local development
 /// signatures too (integrity only), beside the key when there is one. Nothing at all is an
 /// error that says what to give.
 pub fn trust(file: Option<&Path>, allow_local: bool) -> Result<Trust, KeyError> {
-    let key = match file {
-        Some(file) => Some(VerifyKey::from_file(file)?),
-        None => match VerifyKey::from_env()? {
-            Some(key) => Some(key),
-            None => Signer::from_env()?.map(|s| s.verify_key()),
-        },
-    };
-    if let Some(key) = key {
+    if let Some(key) = verify_key(file)? {
         return Ok(if allow_local {
             Trust::KeyOrLocal(key)
         } else {

@@ -22,7 +22,7 @@ pub fn info_json(config: &ServeConfig) -> Value {
 /// not be written), since a document that is in no file would vouch for nothing.
 pub fn receipt_body(outcome: &RunOutcome) -> Value {
     match &outcome.receipt_path {
-        Some(_) => serde_json::to_value(&outcome.receipt).unwrap_or(Value::Null),
+        Some(_) => outcome.receipt.clone(),
         None => Value::Null,
     }
 }

@@ -11,6 +11,7 @@
 use super::verify::matches_id;
 use crate::output::terminal_safe;
 use crate::store::listing;
+use runx_receipts::VerifyKey;
 use runx_receipts::runx::{RunxVerdict, Trust, verdict};
 use serde_json::{Value, json};
 use std::path::PathBuf;
@@ -35,8 +36,8 @@ pub struct HistoryArgs {
 }
 
 /// `verified`, `unverified` or `invalid` (see the module's documentation).
-fn classify(doc: &Value, key: Option<&Trust>) -> (&'static str, RunxVerdict) {
-    if let Some(Trust::Key(key)) = key {
+fn classify(doc: &Value, key: Option<&VerifyKey>) -> (&'static str, RunxVerdict) {
+    if let Some(key) = key {
         // A receipt made without a key is whole or not; a key's is verified or not.
         let v = verdict(doc, &Trust::KeyOrLocal(key.clone()));
         let local = doc["issuer"]["type"] == "local";
@@ -97,9 +98,8 @@ fn entry(file: &std::path::Path, doc: &Value, status: &str) -> Value {
 
 /// Runs `runx history`.
 pub fn run(args: &HistoryArgs) -> ExitCode {
-    let key = match crate::keys::trust(None, false) {
-        Ok(t) => Some(t),
-        Err(_) if no_key_configured() => None,
+    let key = match crate::keys::verify_key(None) {
+        Ok(key) => key,
         Err(e) => {
             errln!("runx: {e}");
             return ExitCode::from(crate::exit::EXIT_USAGE);
@@ -132,7 +132,7 @@ pub fn run(args: &HistoryArgs) -> ExitCode {
     if args.json {
         crate::output::print_json(&json!({
             "receipt_dir": dir.display().to_string(),
-            "signature_mode": key.as_ref().map_or("local-development", Trust::mode),
+            "signature_mode": if key.is_some() { "production" } else { "local-development" },
             "receipts": rows,
         }));
         return ExitCode::SUCCESS;
@@ -166,23 +166,10 @@ pub fn run(args: &HistoryArgs) -> ExitCode {
     ExitCode::SUCCESS
 }
 
-/// Whether no receipt key at all is configured (rather than one configured wrongly).
-fn no_key_configured() -> bool {
-    [
-        runx_receipts::VERIFY_KID_ENV,
-        runx_receipts::VERIFY_PUBLIC_KEY_ENV,
-        runx_receipts::SIGN_KID_ENV,
-        runx_receipts::SIGN_SEED_ENV,
-        runx_receipts::SIGN_ISSUER_TYPE_ENV,
-    ]
-    .iter()
-    .all(|n| std::env::var_os(n).is_none_or(|v| v.is_empty()))
-}
-
 fn show_one(
     found: &[(PathBuf, Value)],
     id: &str,
-    key: Option<&Trust>,
+    key: Option<&VerifyKey>,
     dir: &std::path::Path,
     as_json: bool,
 ) -> ExitCode {

@@ -14,7 +14,7 @@
 //! - the **full** form: everything (what a harness fixture's `receipt_digest` names).
 
 use crate::digest::sha256_hex;
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 /// The name of this canonical form, as a receipt's `canonicalization` carries it.
 pub const CANONICALIZATION: &str = "runx.receipt.c14n.v1";
@@ -28,35 +28,20 @@ const NOT_IDENTITY: [&str; 2] = ["id", "lineage"];
 /// `v` in runx's canonical form.
 pub fn canonical_bytes(v: &Value) -> Vec<u8> {
     let mut out = Vec::new();
-    write(v, &[], &mut out);
+    write(v, &mut out);
     out
 }
 
-/// Writes `v`, leaving out the top-level keys in `skip`.
-fn write(v: &Value, skip: &[&str], out: &mut Vec<u8>) {
+fn write(v: &Value, out: &mut Vec<u8>) {
     match v {
-        Value::Object(map) => {
-            let mut keys: Vec<&String> =
-                map.keys().filter(|k| !skip.contains(&k.as_str())).collect();
-            keys.sort_by(|a, b| a.as_bytes().cmp(b.as_bytes()));
-            out.push(b'{');
-            for (i, key) in keys.into_iter().enumerate() {
-                if i > 0 {
-                    out.push(b',');
-                }
-                write_str(key, out);
-                out.push(b':');
-                write(&map[key], &[], out);
-            }
-            out.push(b'}');
-        }
+        Value::Object(map) => write_object(map, &[], out),
         Value::Array(items) => {
             out.push(b'[');
             for (i, item) in items.iter().enumerate() {
                 if i > 0 {
                     out.push(b',');
                 }
-                write(item, &[], out);
+                write(item, out);
             }
             out.push(b']');
         }
@@ -69,6 +54,22 @@ fn write(v: &Value, skip: &[&str], out: &mut Vec<u8>) {
     }
 }
 
+/// Writes `map`, leaving out the keys in `skip`.
+fn write_object(map: &Map<String, Value>, skip: &[&str], out: &mut Vec<u8>) {
+    let mut keys: Vec<&String> = map.keys().filter(|k| !skip.contains(&k.as_str())).collect();
+    keys.sort_by(|a, b| a.as_bytes().cmp(b.as_bytes()));
+    out.push(b'{');
+    for (i, key) in keys.into_iter().enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        write_str(key, out);
+        out.push(b':');
+        write(&map[key], out);
+    }
+    out.push(b'}');
+}
+
 fn write_str(s: &str, out: &mut Vec<u8>) {
     if serde_json::to_writer(&mut *out, s).is_err() {
         out.extend_from_slice(b"\"\"");
@@ -77,12 +78,18 @@ fn write_str(s: &str, out: &mut Vec<u8>) {
 
 /// `sha256:` of `v`'s canonical bytes, its top-level `skip` keys left out.
 fn digest_without(v: &Value, skip: &[&str]) -> Option<String> {
-    if !v.is_object() {
-        return None;
-    }
+    let map = v.as_object()?;
     let mut out = Vec::new();
-    write(v, skip, &mut out);
+    write_object(map, skip, &mut out);
     Some(sha256_hex(&out))
+}
+
+/// `sha256:` of the canonical bytes of the object `map`, without making it a [`Value`] first
+/// (a run's inputs may be megabytes).
+pub fn c14n_object_digest(map: &Map<String, Value>) -> String {
+    let mut out = Vec::new();
+    write_object(map, &[], &mut out);
+    sha256_hex(&out)
 }
 
 /// `sha256:` of `v`'s canonical bytes: how this runtime names a JSON value inside a receipt

@@ -17,7 +17,8 @@ mod skill;
 mod verify;
 
 pub use c14n::{
-    CANONICALIZATION, body_digest, c14n_digest, canonical_bytes, full_digest, identity_digest,
+    CANONICALIZATION, body_digest, c14n_digest, c14n_object_digest, canonical_bytes, full_digest,
+    identity_digest,
 };
 pub use seal::{
     ALGORITHM, LOCAL_ISSUER_TYPE, LOCAL_KID, LOCAL_PUBLIC_KEY_SHA256, LOCAL_SIGNATURE_PREFIX,
