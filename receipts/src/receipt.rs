@@ -204,11 +204,11 @@ pub struct ArtifactProvenance {
 /// the previous page, so the parts can add up to more than the wall.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct PageTimings {
-    /// Admitting the artifact before page 0: opening it, hashing it, and making its snapshot
-    /// (a reflink clone, or an empty file whose copy then goes on beside the pages).
+    /// Admitting the artifact: from opening it to its whole digest, once it is read, hashed
+    /// and written into its snapshot (page 0 is framed meanwhile, and called after).
     pub admission_ms: f64,
-    /// Scanning records, validating them, copying them into pages and hashing page ranges,
-    /// with the copy into the snapshot that framing reached.
+    /// Scanning and validating records, laying pages out and hashing page ranges, with any
+    /// wait for admission to write the bytes framing needs or for the whole digest.
     pub framing_ms: f64,
     /// Round trips to the worker (transport plus JavaScript). A page sent ahead of the reply
     /// before it counts from that reply to its own: the time the worker gave it.

@@ -1,10 +1,11 @@
 //! A strict JSON validator for one record (RFC 8259: the grammar `JSON.parse` and `serde_json`
 //! accept), which builds no values.
 //!
-//! The scanner has already found the record's end and bounded its nesting; this checks the
-//! bytes in between, once, while they are still in the cache. It replaces a `serde_json` pass
-//! (`IgnoredAny`) that cost about as much as the scan itself; a property test keeps the two in
-//! agreement on every input.
+//! The framer asks it first where a record ends ([`value_end`]): for a valid record that is
+//! the whole job, one pass. Otherwise the framer's scanner finds the end and bounds the
+//! nesting, and [`validate`] checks the bytes in between for the error. It replaced a
+//! `serde_json` pass (`IgnoredAny`); property tests keep it in agreement with `serde_json` and
+//! the one pass in agreement with the scan.
 
 /// Nesting depth at which the scanner rejects a record as invalid JSON.
 /// Validation through `IgnoredAny` does not enforce serde_json's usual
@@ -30,28 +31,92 @@ const STRING_STOP: [bool; 256] = {
     t
 };
 
-/// What the validator expects next inside a container.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Open {
-    Array,
-    Object,
+/// The open containers of the value being checked, one bit each (set: an object), so a
+/// record's check starts from 128 zeroed bytes rather than a stack of [`MAX_SCAN_DEPTH`].
+struct Nesting {
+    bits: [u64; MAX_SCAN_DEPTH / 64],
+    depth: usize,
+}
+
+impl Nesting {
+    fn new() -> Nesting {
+        Nesting {
+            bits: [0; MAX_SCAN_DEPTH / 64],
+            depth: 0,
+        }
+    }
+
+    /// Opens a container (an object if `object`, else an array) whose first member starts at
+    /// `at`.
+    fn push(&mut self, object: bool, at: usize) -> Result<(), Invalid> {
+        self.room(at)?;
+        let (word, bit) = (self.depth / 64, self.depth % 64);
+        if object {
+            self.bits[word] |= 1 << bit;
+        } else {
+            self.bits[word] &= !(1 << bit);
+        }
+        self.depth += 1;
+        Ok(())
+    }
+
+    /// Whether one more container may open at `at`. An empty one counts too, though it
+    /// is never pushed, so the limit is the framer's scan's: one more level than
+    /// [`MAX_SCAN_DEPTH`] is refused by both.
+    fn room(&self, at: usize) -> Result<(), Invalid> {
+        if self.depth >= MAX_SCAN_DEPTH {
+            return Err((at, "nesting too deep"));
+        }
+        Ok(())
+    }
+
+    /// Whether the innermost open container is an object; `None` at depth 0.
+    fn top_is_object(&self) -> Option<bool> {
+        let top = self.depth.checked_sub(1)?;
+        Some(self.bits[top / 64] & (1 << (top % 64)) != 0)
+    }
 }
 
 /// Checks that `b` (valid UTF-8) is exactly one JSON value, with nothing but whitespace
 /// around it.
 pub(super) fn validate(b: &[u8]) -> Result<(), Invalid> {
-    let mut stack = [Open::Array; MAX_SCAN_DEPTH + 1];
-    let mut depth = 0usize;
-    let mut i = ws(b, 0);
+    let end = value(b, ws(b, 0))?;
+    let i = ws(b, end);
+    if i == b.len() {
+        Ok(())
+    } else {
+        Err((i, "trailing characters after the value"))
+    }
+}
+
+/// The end of the JSON value starting at `start` in `src`, when that value is valid and the
+/// byte after it, inside `src`, is whitespace, `,` or `]`: then it is the end the framer's
+/// scan finds, and [`validate`] accepts the bytes in between. `None` otherwise, whatever the
+/// reason (invalid, cut off by the end of `src`, or followed by something else), and the
+/// framer takes its slower path, which tells those cases apart. One pass where the scan and
+/// the check were two; the bytes still have to be valid UTF-8, which this does not check.
+pub(super) fn value_end(src: &[u8], start: usize) -> Option<usize> {
+    let end = value(src, start).ok()?;
+    matches!(
+        src.get(end),
+        Some(b' ' | b'\t' | b'\n' | b'\r' | b',' | b']')
+    )
+    .then_some(end)
+}
+
+/// One JSON value starting at `i` (no whitespace before it); returns the index after it.
+fn value(b: &[u8], mut i: usize) -> Result<usize, Invalid> {
+    let mut open = Nesting::new();
     loop {
         // A value starts at `i`.
         match b.get(i) {
             Some(b'{') => {
                 i = ws(b, i + 1);
                 if b.get(i) == Some(&b'}') {
+                    open.room(i)?;
                     i += 1;
                 } else {
-                    push(&mut stack, &mut depth, Open::Object, i)?;
+                    open.push(true, i)?;
                     i = key(b, i)?;
                     continue;
                 }
@@ -59,9 +124,10 @@ pub(super) fn validate(b: &[u8]) -> Result<(), Invalid> {
             Some(b'[') => {
                 i = ws(b, i + 1);
                 if b.get(i) == Some(&b']') {
+                    open.room(i)?;
                     i += 1;
                 } else {
-                    push(&mut stack, &mut depth, Open::Array, i)?;
+                    open.push(false, i)?;
                     continue;
                 }
             }
@@ -73,48 +139,30 @@ pub(super) fn validate(b: &[u8]) -> Result<(), Invalid> {
             Some(_) => return Err((i, "expected a value")),
             None => return Err((i, "expected a value, the record ended")),
         }
-        // A value ended before `i`: close containers, or go on to the next member.
+        // A value ended at `i`: close containers, or go on to the next member.
         loop {
+            let Some(object) = open.top_is_object() else {
+                return Ok(i);
+            };
             i = ws(b, i);
-            if depth == 0 {
-                return if i == b.len() {
-                    Ok(())
-                } else {
-                    Err((i, "trailing characters after the value"))
-                };
-            }
-            match (stack[depth - 1], b.get(i)) {
-                (Open::Array, Some(b']')) | (Open::Object, Some(b'}')) => {
-                    depth -= 1;
+            match (object, b.get(i)) {
+                (false, Some(b']')) | (true, Some(b'}')) => {
+                    open.depth -= 1;
                     i += 1;
                 }
-                (Open::Array, Some(b',')) => {
+                (false, Some(b',')) => {
                     i = ws(b, i + 1);
                     break;
                 }
-                (Open::Object, Some(b',')) => {
+                (true, Some(b',')) => {
                     i = key(b, ws(b, i + 1))?;
                     break;
                 }
-                (Open::Array, _) => return Err((i, "expected `,` or `]` after an array element")),
-                (Open::Object, _) => return Err((i, "expected `,` or `}` after an object member")),
+                (false, _) => return Err((i, "expected `,` or `]` after an array element")),
+                (true, _) => return Err((i, "expected `,` or `}` after an object member")),
             }
         }
     }
-}
-
-fn push(
-    stack: &mut [Open; MAX_SCAN_DEPTH + 1],
-    depth: &mut usize,
-    open: Open,
-    at: usize,
-) -> Result<(), Invalid> {
-    if *depth >= MAX_SCAN_DEPTH {
-        return Err((at, "nesting too deep"));
-    }
-    stack[*depth] = open;
-    *depth += 1;
-    Ok(())
 }
 
 /// Index of the first non-whitespace byte at or after `i`.
@@ -143,6 +191,13 @@ fn key(b: &[u8], i: usize) -> Result<usize, Invalid> {
 fn string(b: &[u8], mut i: usize) -> Result<usize, Invalid> {
     i += 1;
     loop {
+        // Eight bytes at a time while none of them ends the run, then byte by byte.
+        while let Some(word) = b.get(i..i + 8).and_then(|w| <[u8; 8]>::try_from(w).ok()) {
+            if stops_run(u64::from_le_bytes(word)) {
+                break;
+            }
+            i += 8;
+        }
         while let Some(&c) = b.get(i) {
             if STRING_STOP[c as usize] {
                 break;
@@ -156,6 +211,20 @@ fn string(b: &[u8], mut i: usize) -> Result<usize, Invalid> {
             None => return Err((i, "the record ended inside a string")),
         }
     }
+}
+
+/// Whether any byte of `word` is one of [`STRING_STOP`]: below 0x20, `"` or `\`. Exact as a
+/// yes or no, which is all the caller asks; it then finds the byte one at a time.
+#[inline]
+fn stops_run(word: u64) -> bool {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    // Some byte of `x` is below `n` (n <= 0x80) exactly when this is not zero: the lowest
+    // such byte borrows into its high bit, which `!x` keeps, and bytes below it cannot borrow.
+    let below = |x: u64, n: u64| x.wrapping_sub(ONES * n) & !x & HIGH;
+    let quote = word ^ (ONES * u64::from(b'"'));
+    let backslash = word ^ (ONES * u64::from(b'\\'));
+    (below(word, 0x20) | below(quote, 1) | below(backslash, 1)) != 0
 }
 
 /// An escape starting with the backslash at `i`; returns the index after it.
@@ -318,6 +387,43 @@ mod tests {
                     b
                 }),
         ]
+    }
+
+    /// The eight-byte test of a string run says yes exactly when some byte would stop the
+    /// byte-by-byte one.
+    #[test]
+    fn stops_run_agrees_with_the_table() {
+        let check = |word: [u8; 8]| {
+            let by_byte = word.iter().any(|&b| STRING_STOP[b as usize]);
+            assert_eq!(stops_run(u64::from_le_bytes(word)), by_byte, "{word:?}");
+        };
+        // Every byte value in every position, among bytes near the boundaries.
+        for b in 0..=255u8 {
+            for at in 0..8 {
+                for fill in [
+                    b'a',
+                    0x1f,
+                    0x20,
+                    0x21,
+                    b'"' + 1,
+                    b'\\' + 1,
+                    0x7f,
+                    0x80,
+                    0xff,
+                ] {
+                    let mut word = [fill; 8];
+                    word[at] = b;
+                    check(word);
+                }
+            }
+        }
+        let mut runner = proptest::test_runner::TestRunner::default();
+        let words = proptest::array::uniform8(any::<u8>());
+        let result = runner.run(&words, |word| {
+            check(word);
+            Ok(())
+        });
+        assert!(result.is_ok(), "{result:?}");
     }
 
     proptest! {

@@ -6,11 +6,13 @@
 //!
 //! * an optional JavaScript assignment prefix (`window.YTD.tweets.part0 = [`,
 //!   as found in Twitter/X archive exports) is accepted before the `[`;
-//! * each top-level element ("record") is located with a small incremental
-//!   scanner that only understands strings and bracket nesting, which is much
-//!   cheaper than building a DOM;
-//! * every record is then validated on its own (UTF-8 + JSON) so a page never
-//!   hands a skill bytes that would fail to parse;
+//! * each top-level element ("record") is found and checked in one pass by a
+//!   strict JSON validator that builds no values (`json`), then checked as
+//!   UTF-8, so a page never hands a skill bytes that would fail to parse;
+//! * a record that does not pass (invalid, or not followed by a separator) is
+//!   located again by a small scanner that only understands strings and
+//!   bracket nesting, and validated once it is known to belong to a page, so
+//!   its error names the page and offset it always did;
 //! * pages hold whole records only, and their byte ranges tile the file so the
 //!   runner can report progress and resume by offset.
 //!
@@ -114,8 +116,9 @@ pub struct Framer<'a> {
     /// may come next.
     at_first: bool,
     /// End of the record at `cursor`, when it was already scanned but did not
-    /// fit in the previous page. Avoids scanning the boundary record twice.
-    pending_end: Option<usize>,
+    /// fit in the previous page, and whether it was also found valid. Avoids
+    /// scanning the boundary record twice.
+    pending_end: Option<(usize, bool)>,
     /// Number of pages returned so far (= index of the next page).
     pages: u64,
     /// The eof page has been returned.
@@ -192,7 +195,7 @@ impl<'a> Framer<'a> {
         trial.src = prefix;
         let framed = trial.next_page(budget);
         let certain = matches!(&framed, Ok(Some(page)) if !page.eof)
-            && trial.pending_end.is_some_and(|end| end < prefix.len());
+            && trial.pending_end.is_some_and(|(end, _)| end < prefix.len());
         if !certain {
             return None;
         }
@@ -259,9 +262,9 @@ impl<'a> Framer<'a> {
         let mut payload: usize = 0;
         loop {
             let start = self.cursor;
-            let end = match self.pending_end.take() {
-                Some(end) => end,
-                None => self.scan_record(start, page)?,
+            let (end, valid) = match self.pending_end.take() {
+                Some(pending) => pending,
+                None => self.find_record(start, page)?,
             };
             let len = end - start;
 
@@ -283,12 +286,14 @@ impl<'a> Framer<'a> {
                 }
                 // Page ends right before this record; remember the scan so
                 // the next page does not repeat it.
-                self.pending_end = Some(end);
+                self.pending_end = Some((end, valid));
                 return Ok(self.finish(page, start, false, records));
             }
             // Validate only once the record is known to belong to this page,
             // so validation errors name the page that would have held it.
-            validate_record(src, start, end, page)?;
+            if !valid {
+                validate_record(src, start, end, page)?;
+            }
             records.push(start..end);
             payload = cost;
 
@@ -377,6 +382,22 @@ impl<'a> Framer<'a> {
         }
         self.done = true;
         Ok(self.finish(page, self.src.len(), true, records))
+    }
+
+    /// Finds the end (exclusive) of the record starting at `start`, and whether the
+    /// record is already known to be valid.
+    ///
+    /// A valid record is found and checked in one pass ([`json::value_end`] and a UTF-8
+    /// check); anything else takes the scan below, and is validated once it is known to
+    /// belong to a page ([`validate_record`]), so errors are the scan's and the
+    /// validator's as ever. Both ways find the same end for a valid record.
+    fn find_record(&mut self, start: usize, page: u32) -> Result<(usize, bool), FramingError> {
+        if let Some(end) = json::value_end(self.src, start)
+            && std::str::from_utf8(&self.src[start..end]).is_ok()
+        {
+            return Ok((end, true));
+        }
+        self.scan_record(start, page).map(|end| (end, false))
     }
 
     /// Finds the end (exclusive) of the record starting at `start`.

@@ -339,6 +339,37 @@ proptest! {
         prop_assert_eq!(frame_growing(&src, &b, &steps), frame_whole(&src, &b));
     }
 
+    /// A record found valid in one pass ([`json::value_end`], then UTF-8) ends where the
+    /// scan ends it, and the validator accepts it; everything else takes the scan and the
+    /// validator as before. So the one pass changes no page and no error.
+    #[test]
+    fn proptest_one_pass_ends_records_where_the_scan_does(
+        values in prop::collection::vec(json_strategy(), 1..8),
+        seed in any::<u64>(),
+        damage in prop::collection::vec((any::<prop::sample::Index>(), json_ish_byte()), 0..3),
+        noise in prop::collection::vec(json_ish_byte(), 0..48),
+        extra in any::<prop::sample::Index>(),
+    ) {
+        let (mut src, ranges) = build_file(&values, "", false, seed);
+        for (at, byte) in damage {
+            let i = at.index(src.len());
+            src[i] = byte;
+        }
+        src.extend_from_slice(&noise);
+        let mut framer = Framer::new(b"[").map_err(|e| TestCaseError::fail(e.to_string()))?;
+        framer.src = &src;
+        let mut starts: Vec<usize> = ranges.iter().map(|r| r.start).collect();
+        starts.push(extra.index(src.len()));
+        for start in starts {
+            let one_pass = json::value_end(&src, start)
+                .filter(|&end| std::str::from_utf8(&src[start..end]).is_ok());
+            if let Some(end) = one_pass {
+                prop_assert_eq!(framer.scan_record(start, 0), Ok(end));
+                prop_assert!(validate_record(&src, start, end, 0).is_ok());
+            }
+        }
+    }
+
     /// Arbitrary bytes never panic and errors point inside the input.
     #[test]
     fn proptest_arbitrary_input_never_panics(

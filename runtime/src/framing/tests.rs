@@ -469,3 +469,47 @@ fn a_bad_head_is_certain_from_a_prefix_past_the_head_limit() {
         Some(Ok(_))
     ));
 }
+
+/// Framing throughput on archive-like records (~250 bytes, one per line), for comparing
+/// changes to the framer: `cargo test --release -p runx-runtime -- --ignored framing_rate
+/// --nocapture`. A figure, not a check: times on a shared machine are noisy.
+#[test]
+#[ignore = "a measurement, not a check"]
+fn framing_rate() {
+    let mut src = b"window.YTD.tweets.part0 = [\n".to_vec();
+    let mut n = 0u64;
+    while src.len() < 64 << 20 {
+        if n > 0 {
+            src.extend_from_slice(b",\n");
+        }
+        src.extend_from_slice(
+            format!(
+                "{{\"id\":{n},\"id_str\":\"{n}\",\"user\":\"user_{}\",\"text\":\"naïve café ☕ plain ascii text #{n}\",\"lang\":\"en\",\"likes\":{},\"sensitive\":{},\"tags\":[\"a\",\"bb\",\"t{}\"],\"coords\":[{},{}],\"entities\":{{\"mentions\":[{},{}],\"urls\":[]}}}}",
+                n % 977,
+                (n * 7) % 1009,
+                n.is_multiple_of(9),
+                n % 17,
+                n as f64 / 3.0,
+                -(n as f64) / 7.0,
+                n % 1000,
+                (n * 31) % 1000
+            )
+            .as_bytes(),
+        );
+        n += 1;
+    }
+    src.extend_from_slice(b"\n]\n");
+    let budget = budget(1 << 20);
+    let mut best = f64::MAX;
+    for _ in 0..5 {
+        let started = std::time::Instant::now();
+        let pages = frame_all(&src, &budget).expect("frames");
+        best = best.min(started.elapsed().as_secs_f64());
+        assert!(pages.len() > 60);
+    }
+    println!(
+        "framing: {:.0} MB/s over {} MiB ({n} records)",
+        src.len() as f64 / best / 1e6,
+        src.len() >> 20
+    );
+}

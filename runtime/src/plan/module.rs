@@ -165,8 +165,8 @@ fn plan_pages(
 ) -> Result<PagedPlan, RunError> {
     let start = PagedStart::of(step, pages)?;
     let artifact = artifact::admit(&start.path, &start.root, ctx.instance)?;
-    // The whole snapshot, checked against the digest admission read.
-    artifact.finish()?;
+    // The whole snapshot and its digest.
+    let whole_digest = artifact.whole_digest()?.to_string();
     let scope = match &step.page_source {
         Some(PageSource {
             scope: PathScope::Skill,
@@ -182,7 +182,7 @@ fn plan_pages(
             scope,
             root: start.root.display().to_string(),
             bytes: artifact.bytes,
-            digest: artifact.whole_digest.clone(),
+            digest: whole_digest,
             media_type: pages.media_type.clone(),
         },
         pages: frame(&artifact, &budget),

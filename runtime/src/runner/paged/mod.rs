@@ -28,7 +28,7 @@ mod send_ahead;
 mod snapshot_framer;
 
 use crate::artifact;
-use crate::failure::RunError;
+use crate::failure::{FailureKind, RunError};
 use crate::framing::PageBudget;
 use crate::runner::module::Module;
 use crate::runner::step::{Produced, Provenance, Ran, RunContext, Step};
@@ -116,7 +116,6 @@ fn admit_and_loop(
     let mut walk = Walk {
         record: ArtifactProvenance {
             artifact_ref: artifact.artifact_ref.clone(),
-            whole_digest: artifact.whole_digest.clone(),
             artifact_bytes: artifact.bytes,
             media_type: pages.media_type.clone(),
             ..ArtifactProvenance::default()
@@ -125,7 +124,6 @@ fn admit_and_loop(
         state: Value::Null,
         waiting: VecDeque::new(),
     };
-    walk.record.timings.admission_ms = ms(started.elapsed());
     let pool = ctx.workers.pool(&module.engine)?;
     // A map/fold runner calls its map with each page, and maps on as many workers as it
     // declares and the pool has.
@@ -154,9 +152,10 @@ fn admit_and_loop(
         None => walk_pages(&page_loop, &mut walk),
     };
     let mut record = walk.record;
-    // No result leaves the run before the copy into the snapshot is whole and hashes to the
-    // digest every page carried (a run that ended early copies the rest now). A failed run
-    // produces nothing and keeps its own error.
+    // No result leaves the run before admission is over: the snapshot whole, written from the
+    // bytes that hashed to the digest every page carried. (Every page waited for the digest,
+    // which admission publishes last, so this does not wait.) A failed run produces nothing
+    // and keeps its own error.
     let result = result.and_then(|output| match artifact.finish() {
         Ok(()) => Ok(Produced { output }),
         Err(e) => {
@@ -164,6 +163,15 @@ fn admit_and_loop(
             Err(e.into())
         }
     });
+    // A run that failed on a page still names the bytes it failed on; one that was
+    // interrupted does not wait for them.
+    if matches!(&result, Err(e) if e.kind != FailureKind::Interrupted) {
+        let _ = artifact.finish();
+    }
+    if let Some(took) = artifact.admitted_in() {
+        record.timings.admission_ms = ms(took);
+        record.whole_digest = artifact.whole_digest().unwrap_or_default().to_string();
+    }
     record.timings.wall_ms = ms(started.elapsed());
     provenance.artifact = Some(record);
     result

@@ -35,7 +35,7 @@ impl Prepared {
 }
 
 /// What the framing thread hands the loop: the next page (or why there is none) and the
-/// time it took (the copy into the snapshot that framing waited for included).
+/// time it took (any wait for admission included).
 pub(super) type Framed = (Result<Option<Prepared>, Unframed>, Duration);
 
 /// Why the framer gave no page. A framing error is kept as it came until the loop reaches

@@ -208,8 +208,14 @@ impl PageLoop<'_> {
     }
 
     /// Lays a page's records out for the worker and hashes its byte range; the range of the map
-    /// is then released, since this process does not read it again.
-    pub(super) fn prepare(&self, mut page: Page, spare_blobs: &Receiver<Vec<u8>>) -> Prepared {
+    /// is then released, since this process does not read it again. `whole_digest` is the
+    /// artifact's, known by then.
+    pub(super) fn prepare(
+        &self,
+        mut page: Page,
+        whole_digest: &str,
+        spare_blobs: &Receiver<Vec<u8>>,
+    ) -> Prepared {
         // The written part of the snapshot: the page was framed from it, and the range digest
         // below slices it, so no range sent to the worker reaches unwritten bytes.
         let data = self.artifact.data();
@@ -247,7 +253,7 @@ impl PageLoop<'_> {
         let head = serde_json::json!({
             "artifact_ref": self.artifact.artifact_ref,
             "media_type": self.pages.media_type,
-            "whole_digest": self.artifact.whole_digest,
+            "whole_digest": whole_digest,
             "artifact_bytes": self.artifact.bytes,
             "page_index": page.index,
             "offset": page.offset,

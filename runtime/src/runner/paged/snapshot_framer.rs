@@ -1,20 +1,24 @@
-//! The framer over a snapshot whose copy goes on while pages are framed.
+//! The framer over a snapshot whose admission goes on while pages are framed.
 
 use super::page::Unframed;
 use crate::artifact::Artifact;
 use crate::failure::RunError;
 use crate::framing::{Framer, Page, PageBudget};
 use runx_worker::CancelToken;
+use std::time::Duration;
 
-/// Bytes of the snapshot framing asks to have copied past the start of the next page, beyond
-/// two pages: the scan of the record after a page needs a little of what follows.
+/// Bytes of the snapshot framing waits to have written past the start of the next page,
+/// beyond two pages: the scan of the record after a page needs a little of what follows.
 const FILL_SLACK: usize = 1 << 20;
 
-/// The framer over a snapshot whose copy goes on while pages are framed: before each page it
-/// has the copy reach a little past where the page can end, and frames from what is written
-/// ([`Framer::next_page_from`]); when that cannot settle the page, it asks for twice as much.
-/// Pages never wait for more of the copy than they cover, and the copy runs on this thread,
-/// beside the calls. An interrupted run stops it between two steps of the copy.
+/// How long framing waits on admission at a time before it looks at the run's cancellation.
+const PATIENCE: Duration = Duration::from_millis(20);
+
+/// The framer over a snapshot whose admission goes on while pages are framed: before each
+/// page it waits for the written part to reach a little past where the page can end, and
+/// frames from what is written ([`Framer::next_page_from`]); when that cannot settle the
+/// page, it waits for twice as much. Pages never wait for more of the snapshot than they
+/// cover. An interrupted run stops waiting within [`PATIENCE`].
 pub(super) struct SnapshotFramer<'a> {
     artifact: &'a Artifact,
     cancel: &'a CancelToken,
@@ -32,6 +36,22 @@ impl<'a> SnapshotFramer<'a> {
         }
     }
 
+    /// The whole digest, once admission is over, or why it failed. Every page carries it, so
+    /// no page is handed on before it is known.
+    pub(super) fn whole_digest(&self) -> Result<&'a str, Unframed> {
+        loop {
+            if self.cancel.is_cancelled() {
+                return Err(Unframed::Run(RunError::interrupted()));
+            }
+            let artifact: &'a Artifact = self.artifact;
+            match artifact.wait_digest(PATIENCE) {
+                Ok(Some(digest)) => return Ok(digest),
+                Ok(None) => {}
+                Err(e) => return Err(Unframed::Run(e.into())),
+            }
+        }
+    }
+
     /// The next page, or why there is none.
     pub(super) fn next_page(&mut self, budget: &PageBudget) -> Result<Option<Page>, Unframed> {
         let total = self.artifact.size();
@@ -44,10 +64,13 @@ impl<'a> SnapshotFramer<'a> {
                 return Err(Unframed::Run(RunError::interrupted()));
             }
             let start = self.framer.as_ref().map_or(0, Framer::offset);
-            let written = self
+            let Some(written) = self
                 .artifact
-                .fill_to(start.saturating_add(ahead))
-                .map_err(|e| Unframed::Run(e.into()))?;
+                .wait_filled(start.saturating_add(ahead), PATIENCE)
+                .map_err(|e| Unframed::Run(e.into()))?
+            else {
+                continue;
+            };
             let whole = written.len() >= total;
             let framed = match &mut self.framer {
                 Some(framer) => framer.next_page_from(written, whole, budget),

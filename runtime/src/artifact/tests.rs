@@ -1,0 +1,193 @@
+use super::pipeline::CHUNK_BYTES;
+use super::*;
+use std::time::Duration;
+
+#[test]
+fn the_snapshot_does_not_follow_the_source_once_copied() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("a.json"), b"[1, 2, 3]").unwrap();
+    let a = admit("a.json", dir.path(), "test").unwrap();
+    a.finish().unwrap();
+    std::fs::write(dir.path().join("a.json"), b"[4, 5, 6, 7, 8]").unwrap();
+    assert_eq!(a.data(), b"[1, 2, 3]");
+    assert_eq!(a.bytes, 9);
+    assert_eq!(
+        a.whole_digest().unwrap(),
+        runx_receipts::sha256_hex(b"[1, 2, 3]")
+    );
+    let b = admit("a.json", dir.path(), "test").unwrap();
+    b.finish().unwrap();
+    assert_ne!(a.artifact_ref, b.artifact_ref);
+    assert_eq!(b.data(), b"[4, 5, 6, 7, 8]");
+}
+
+/// A file of `chunks` whole copy chunks and a few bytes, no two chunks alike.
+fn chunky(chunks: usize) -> Vec<u8> {
+    (0..chunks * CHUNK_BYTES + 77)
+        .map(|i| (i / 7 % 251) as u8 ^ (i / CHUNK_BYTES) as u8)
+        .collect()
+}
+
+#[test]
+fn the_snapshot_fills_in_order_and_its_digest_comes_once_it_is_whole() {
+    let dir = tempfile::tempdir().unwrap();
+    let body = chunky(5);
+    std::fs::write(dir.path().join("c.bin"), &body).unwrap();
+    let a = admit("c.bin", dir.path(), "test").unwrap();
+    assert_eq!(a.bytes, body.len() as u64);
+    // Whatever is written, at any moment, is a prefix of the source, and the digest is not
+    // known before all of it is.
+    let first = a
+        .wait_filled(1, Duration::from_secs(10))
+        .unwrap()
+        .expect("a first chunk");
+    assert!(!first.is_empty());
+    assert_eq!(first, &body[..first.len()]);
+    if let Some(digest) = a.wait_digest(Duration::ZERO).unwrap() {
+        assert_eq!(a.data().len(), body.len(), "{digest}");
+    }
+    assert_eq!(a.whole_digest().unwrap(), runx_receipts::sha256_hex(&body));
+    assert_eq!(a.data(), &body[..]);
+    a.finish().unwrap();
+    assert!(a.admitted_in().is_some());
+}
+
+#[test]
+fn a_source_that_shrinks_while_it_is_read_fails_admission() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("d.bin");
+    let body = chunky(3);
+    std::fs::write(&path, &body[..body.len() - 1]).unwrap();
+    // The pass as admission starts it, told the size the file had when it was opened: one
+    // byte more than it now holds.
+    let progress = Progress::new(0);
+    Pass {
+        source: std::fs::File::open(&path).unwrap(),
+        snapshot: Some(tempfile::tempfile().unwrap()),
+        total: body.len(),
+        started: std::time::Instant::now(),
+        opened: None,
+    }
+    .run(&progress);
+    let failure = progress
+        .wait(Duration::ZERO, |p| p.digest().is_some())
+        .unwrap_err();
+    assert!(matches!(failure, Failure::Changed), "{failure:?}");
+    assert_eq!(progress.digest(), None, "no digest for bytes not all read");
+    // As a run sees it.
+    let error = AdmissionError::Changed {
+        path: "d.bin".into(),
+    };
+    assert_eq!(error.code(), "artifact_changed");
+    assert!(error.to_string().contains("d.bin"), "{error}");
+}
+
+#[test]
+fn a_source_written_while_it_is_read_fails_admission() {
+    use std::io::{Seek as _, Write as _};
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("w.bin");
+    let body = chunky(2);
+    std::fs::write(&path, &body).unwrap();
+    let source = std::fs::File::open(&path).unwrap();
+    let opened = Stamp::of(&source).unwrap();
+    // Written in place, same size, as the pass reads: a byte, and its modification time.
+    let mut writer = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
+    writer.seek(std::io::SeekFrom::Start(10)).unwrap();
+    writer.write_all(b"x").unwrap();
+    writer
+        .set_modified(std::time::SystemTime::UNIX_EPOCH + Duration::from_secs(1))
+        .unwrap();
+    let progress = Progress::new(0);
+    Pass {
+        source,
+        snapshot: Some(tempfile::tempfile().unwrap()),
+        total: body.len(),
+        started: std::time::Instant::now(),
+        opened: Some(opened),
+    }
+    .run(&progress);
+    let failure = progress
+        .wait(Duration::ZERO, |p| p.digest().is_some())
+        .unwrap_err();
+    assert!(matches!(failure, Failure::Changed), "{failure:?}");
+    // Untouched, the same pass succeeds.
+    std::fs::write(&path, &body).unwrap();
+    let source = std::fs::File::open(&path).unwrap();
+    let progress = Progress::new(0);
+    Pass {
+        opened: Some(Stamp::of(&source).unwrap()),
+        source,
+        snapshot: Some(tempfile::tempfile().unwrap()),
+        total: body.len(),
+        started: std::time::Instant::now(),
+    }
+    .run(&progress);
+    assert_eq!(progress.digest(), Some(&*runx_receipts::sha256_hex(&body)));
+}
+
+#[test]
+fn dropping_an_artifact_stops_its_admission() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("big.bin"), chunky(64)).unwrap();
+    let a = admit("big.bin", dir.path(), "test").unwrap();
+    let progress = Arc::clone(&a.progress);
+    drop(a);
+    // The pass is over (the drop joined it): it either finished first or stopped.
+    match progress.wait(Duration::ZERO, |p| p.digest().is_some()) {
+        Ok(finished) => assert!(finished),
+        Err(failure) => assert!(matches!(failure, Failure::Stopped), "{failure:?}"),
+    }
+}
+
+#[test]
+fn the_snapshot_is_an_unnamed_read_only_file_on_disk() {
+    use std::io::Write as _;
+    use std::os::fd::AsRawFd;
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("a.json"), b"[1, 2, 3]").unwrap();
+    let a = admit("a.json", dir.path(), "test").unwrap();
+    a.finish().unwrap();
+    let ro = a.read_only().expect("a read-only descriptor for workers");
+    let link = std::fs::read_link(format!("/proc/self/fd/{}", ro.as_raw_fd())).unwrap();
+    let link = link.to_string_lossy();
+    // Not a memory file (whose pages no reclaim can take), and linked nowhere.
+    assert!(!link.starts_with("/memfd:"), "{link}");
+    assert!(link.ends_with("(deleted)"), "{link}");
+    assert_eq!(ro.metadata().unwrap().permissions().mode() & 0o777, 0o400);
+    assert!(
+        (&**ro).write_all(b"x").is_err(),
+        "the workers' descriptor is read-only"
+    );
+    let mut bytes = Vec::new();
+    std::io::Read::read_to_end(&mut &**ro, &mut bytes).unwrap();
+    assert_eq!(bytes, b"[1, 2, 3]");
+    // ext4 and tmpfs cannot clone; either way the digest is of the bytes paged.
+    assert!(matches!(a.made, Snapshot::Copy | Snapshot::Reflink));
+    assert_eq!(
+        a.whole_digest().unwrap(),
+        runx_receipts::sha256_hex(a.data())
+    );
+}
+
+#[test]
+fn released_ranges_read_back_unchanged() {
+    let dir = tempfile::tempdir().unwrap();
+    let body: Vec<u8> = (0..3 * 4096 + 100).map(|i| (i % 251) as u8).collect();
+    std::fs::write(dir.path().join("b.bin"), &body).unwrap();
+    let a = admit("b.bin", dir.path(), "test").unwrap();
+    a.finish().unwrap();
+    a.release(0, body.len());
+    assert_eq!(a.data(), &body[..]);
+}
+
+#[test]
+fn empty_files_are_admitted() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("e.json"), b"").unwrap();
+    let a = admit("e.json", dir.path(), "test").unwrap();
+    assert_eq!(a.bytes, 0);
+    assert!(a.data().is_empty());
+    a.finish().unwrap();
+}
