@@ -293,3 +293,64 @@ fn a_worker_lost_while_pages_go_ahead_costs_nothing_but_time() {
         assert!(stderr.contains("runs again on another worker"), "{stderr}");
     }
 }
+
+/// Pages are framed while admission still reads the file, but every call, page 0's included,
+/// sees the whole digest of the file, in `runx_page`'s one key order, in a sequential run and
+/// in a map/fold run's maps and folds alike.
+#[test]
+fn every_page_carries_the_whole_digest_in_one_key_order() {
+    let ws = tempfile::tempdir().unwrap();
+    let pkg = ws.path().join("pkg");
+    let pages = "path_from: file, path_scope_from: base, page_bytes: 65536";
+    let inputs = "inputs: { file: { type: string }, base: { type: string, default: workspace } }";
+    let yaml = format!(
+        "skill: keys\nversion: '1'\nrunners:\n  walk:\n    type: javascript\n    module: keys.mjs\n    export: walk\n    {inputs}\n    pages: {{ {pages} }}\n  mapped:\n    type: javascript\n    module: keys.mjs\n    {inputs}\n    pages: {{ {pages}, map: see, fold: gather, workers: 2 }}\n"
+    );
+    let module = r#"
+const seen = (p) => Object.keys(p).filter((k) => k !== 'records' && k !== 'result').join(',') + ' ' + p.whole_digest;
+export function walk({ runx_page: p }) {
+  const views = [...(p.state ?? []), seen(p)];
+  return p.eof ? { views } : { runx_page: { state: views } };
+}
+export function see({ runx_page: p }) { return { view: seen(p) }; }
+export function gather({ runx_page: p }) {
+  const views = [...(p.state ?? []), p.result.view, 'fold ' + seen(p)];
+  return p.eof ? { views } : { runx_page: { state: views } };
+}
+"#;
+    super::containment::write_files(&pkg, &[("X.yaml", &yaml), ("keys.mjs", module)]);
+    // About 2 MiB: some 32 pages, so most are framed while admission is still reading.
+    let mut text = String::from("[");
+    for i in 0..20_000 {
+        if i > 0 {
+            text.push(',');
+        }
+        text.push_str(&json!({"i": i, "pad": "x".repeat(90)}).to_string());
+    }
+    text.push(']');
+    std::fs::write(ws.path().join("data.json"), &text).unwrap();
+    let whole = runx_receipts::sha256_hex(text.as_bytes());
+    let keys = "artifact_bytes,artifact_ref,eof,length,media_type,next_offset,offset,page_index,range_digest,whole_digest,state";
+    for runner in ["walk", "mapped"] {
+        let (out, code) = json_in(
+            ws.path(),
+            &["skill", "pkg", runner, "-i", "file=data.json"],
+            &[],
+        );
+        assert_eq!(code, 0, "{out}");
+        let views = out["result"]["views"].as_array().unwrap();
+        assert!(views.len() > 30, "{out}");
+        for view in views {
+            let view = view.as_str().unwrap().trim_start_matches("fold ");
+            let (names, digest) = view.split_once(' ').unwrap();
+            assert_eq!(digest, whole, "{runner}: {view}");
+            // A map sees no state; every other call sees it last, as ever.
+            let expected = if runner == "mapped" && !names.ends_with("state") {
+                keys.trim_end_matches(",state")
+            } else {
+                keys
+            };
+            assert_eq!(names, expected, "{runner}");
+        }
+    }
+}

@@ -14,6 +14,8 @@ pub(super) struct Invoke {
     pub(super) limits: Limits,
     pub(super) input_len: u32,
     pub(super) page: Option<PageLayout>,
+    /// The paged run of a call that is not a page (a fold); a page names its run itself.
+    pub(super) run: Option<u64>,
     /// Whether the call is the next page of the run the worker's last call belonged to.
     pub(super) continues: bool,
     /// Load and check the export only; no call.

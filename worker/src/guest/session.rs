@@ -147,6 +147,7 @@ impl Session<'_> {
                 input_len,
                 page,
                 probe,
+                run,
             } => {
                 let request = Invoke {
                     id,
@@ -155,6 +156,7 @@ impl Session<'_> {
                     limits,
                     input_len,
                     page,
+                    run,
                     continues: false,
                     probe,
                 };
@@ -203,11 +205,12 @@ impl Session<'_> {
             Err(failure) => return Next::reject(id, failure),
         };
         let keep = request.page.is_some_and(|p| p.keep_state);
-        // Only the next page of the run the last call belonged to continues on what the
-        // engine kept of it; every other call starts clean.
+        // Only the next call of the run the last call belonged to (a page, or a map/fold
+        // run's fold) continues on what the engine kept of it; every other call starts clean.
         let run = request
             .page
             .and_then(|p| p.run)
+            .or(request.run)
             .map(|run| (run, bundle_digest.to_string()));
         let last_run = self.last_run.take();
         request.continues = run.is_some() && run == last_run;

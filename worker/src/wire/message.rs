@@ -124,6 +124,10 @@ pub enum Message {
         /// (`runx skill check`).
         #[serde(default, skip_serializing_if = "std::ops::Not::not")]
         probe: bool,
+        /// The paged run a call that is not a page belongs to (a map/fold run's fold): like a
+        /// page's `run`, it continues on what the worker's previous call of that run built.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        run: Option<u64>,
     },
     /// Worker → host: the call succeeded; tail is the output JSON.
     Result {

@@ -1485,6 +1485,7 @@ pub fn limits_out_of_range_are_invalid_requests(e: &mut dyn Engine) {
                 limits: bad,
                 input_len: 2,
                 probe: false,
+                run: None,
                 page: None,
             },
         );

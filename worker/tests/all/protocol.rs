@@ -143,6 +143,7 @@ fn a_page_by_descriptor_without_a_channel_is_refused() {
             limits: runx_worker::Limits::default(),
             input_len: 2,
             probe: false,
+            run: None,
             page: Some(runx_worker::PageLayout {
                 meta_len: 2,
                 record_count: 1,
@@ -219,6 +220,7 @@ fn a_worker_whose_host_pipe_closes_exits_at_once() {
             limits: Limits::default().with_wall(Duration::from_secs(30)),
             input_len: input.len() as u32,
             probe: false,
+            run: None,
             page: None,
         },
     )
@@ -326,6 +328,7 @@ fn only_the_next_page_of_the_same_run_continues() {
                 limits: Limits::default(),
                 input_len: 2,
                 probe: false,
+                run: None,
                 page,
             },
         );
@@ -367,6 +370,78 @@ fn only_the_next_page_of_the_same_run_continues() {
     );
 }
 
+/// A call that is not a page but names its run (a map/fold run's fold) continues on what the
+/// run's previous call on this worker built, and the run's next page continues after it; a
+/// call naming another run does not.
+#[test]
+fn a_fold_of_the_run_continues_it_between_its_pages() {
+    let bundle = ModuleBundle::from_sources("main.mjs", [("main.mjs", "")]);
+    // (call id, the page's run, the call's own run)
+    let frame = |call_id: u64, page_run: Option<u64>, call_run: Option<u64>| {
+        let page = page_run.map(|run| PageLayout {
+            meta_len: 2,
+            record_count: 1,
+            blob_len: 1,
+            range: None,
+            keep_state: false,
+            state_from: None,
+            run: Some(run),
+        });
+        let header = Header::new(
+            call_id,
+            Message::Invoke {
+                bundle_digest: bundle.digest(),
+                bundle: Some(bundle.clone()),
+                export: None,
+                environment: Default::default(),
+                limits: Limits::default(),
+                input_len: 2,
+                probe: false,
+                run: call_run,
+                page,
+            },
+        );
+        let mut tail = b"{}".to_vec();
+        if page_run.is_some() {
+            tail.extend_from_slice(b"{}");
+            tail.extend_from_slice(&1u32.to_le_bytes());
+            tail.extend_from_slice(b"1");
+        }
+        let mut out = Vec::new();
+        write_frame(&mut out, &header.to_bytes(), &[&tail]).unwrap();
+        out
+    };
+    let mut input = Vec::new();
+    for (id, page_run, call_run) in [
+        (1, Some(7), None),
+        (2, None, Some(7)),
+        (3, Some(7), None),
+        (4, None, Some(9)),
+        (5, Some(7), None),
+    ] {
+        input.extend(frame(id, page_run, call_run));
+    }
+    let mut engine = Recorder::default();
+    let mut out = Vec::new();
+    run_session(&mut engine, &input[..], &mut out).unwrap();
+    let calls: Vec<&str> = engine
+        .events
+        .iter()
+        .map(String::as_str)
+        .filter(|e| e.starts_with("call"))
+        .collect();
+    assert_eq!(
+        calls,
+        [
+            "call continues=false",
+            "call continues=true",
+            "call continues=true",
+            "call continues=false",
+            "call continues=false",
+        ]
+    );
+}
+
 /// Serves `input` (whole frames) in-process with the stub engine; returns the reply headers.
 fn serve_stub(input: &[u8]) -> Vec<Value> {
     let mut out = Vec::new();
@@ -393,6 +468,7 @@ fn invoke_frame(call_id: u64, limits: Limits, input: &[u8]) -> Vec<u8> {
             limits,
             input_len: input.len() as u32,
             probe: false,
+            run: None,
             page: None,
         },
     );
@@ -493,6 +569,7 @@ fn module_names_count_toward_the_source_limit() {
             limits: Limits::default(),
             input_len: 2,
             probe: false,
+            run: None,
             page: None,
         },
     );
@@ -574,6 +651,7 @@ proptest! {
             input_len,
             page: page.map(|(meta_len, record_count, blob_len)| PageLayout { meta_len, record_count, blob_len, range: None, keep_state: false, state_from: None, run: None }),
             probe: false,
+            run: None,
         });
         let mut tail = input.clone();
         tail.extend_from_slice(&extra);

@@ -23,6 +23,8 @@ use std::time::Instant;
 const META_RESERVE: usize = 16 * 1024;
 /// Bytes of offset table per record in the transport.
 const PER_RECORD_OVERHEAD: usize = 4;
+/// How long a page waits on admission at a time before it looks at the run's cancellation.
+const DIGEST_PATIENCE: std::time::Duration = std::time::Duration::from_millis(20);
 
 /// The framing budget of a page of `pages` in a call under `limits` whose other inputs take
 /// `base_bytes`: the records get what the call's input allows once the other inputs, the page
@@ -89,7 +91,7 @@ impl PageLoop<'_> {
             )));
         };
         record.timings.framing_ms += ms(took);
-        match next {
+        match self.with_digest(next) {
             Ok(Some(p)) => Ok(p),
             Ok(None) => Err(Unframed::Run(RunError::new(
                 FailureKind::Page,
@@ -98,6 +100,34 @@ impl PageLoop<'_> {
             ))),
             Err(unframed) => Err(unframed),
         }
+    }
+
+    /// A framed page as it leaves the queue for its call: its metadata completed with the whole
+    /// digest, waiting for admission to end if it has not. Pages are framed while admission
+    /// goes on, but none is called before the digest it carries is known. (`whole_digest` is
+    /// the last key of `runx_page` before `state`, so the metadata reads as it always did.)
+    pub(super) fn with_digest(
+        &self,
+        framed: Result<Option<Prepared>, Unframed>,
+    ) -> Result<Option<Prepared>, Unframed> {
+        let Some(mut prepared) = framed? else {
+            return Ok(None);
+        };
+        let digest = loop {
+            if self.cancel.is_cancelled() {
+                return Err(Unframed::Run(RunError::interrupted()));
+            }
+            match self.artifact.wait_digest(DIGEST_PATIENCE) {
+                Ok(Some(digest)) => break digest,
+                Ok(None) => {}
+                Err(e) => return Err(Unframed::Run(e.into())),
+            }
+        };
+        let meta = &mut prepared.meta_prefix;
+        meta.push_str(",\"whole_digest\":");
+        meta.push_str(&Value::from(digest).to_string());
+        meta.push_str(STATE_KEY);
+        Ok(Some(prepared))
     }
 
     /// Checks a page's reply: the run ends with it (eof or `done`) or goes on with its state.
@@ -198,6 +228,7 @@ impl PageLoop<'_> {
             },
             idempotent,
             probe: false,
+            run: None,
         }
     }
 
@@ -208,14 +239,9 @@ impl PageLoop<'_> {
     }
 
     /// Lays a page's records out for the worker and hashes its byte range; the range of the map
-    /// is then released, since this process does not read it again. `whole_digest` is the
-    /// artifact's, known by then.
-    pub(super) fn prepare(
-        &self,
-        mut page: Page,
-        whole_digest: &str,
-        spare_blobs: &Receiver<Vec<u8>>,
-    ) -> Prepared {
+    /// is then released, since this process does not read it again. The page's metadata waits
+    /// for the whole digest, which admission may not know yet ([`PageLoop::with_digest`]).
+    pub(super) fn prepare(&self, mut page: Page, spare_blobs: &Receiver<Vec<u8>>) -> Prepared {
         // The written part of the snapshot: the page was framed from it, and the range digest
         // below slices it, so no range sent to the worker reaches unwritten bytes.
         let data = self.artifact.data();
@@ -253,7 +279,6 @@ impl PageLoop<'_> {
         let head = serde_json::json!({
             "artifact_ref": self.artifact.artifact_ref,
             "media_type": self.pages.media_type,
-            "whole_digest": whole_digest,
             "artifact_bytes": self.artifact.bytes,
             "page_index": page.index,
             "offset": page.offset,
@@ -267,8 +292,7 @@ impl PageLoop<'_> {
         // while it waits in the lookahead.
         page.records = Vec::new();
         let mut meta_prefix = head.to_string();
-        meta_prefix.pop(); // the closing brace; `"state": …}` follows
-        meta_prefix.push_str(STATE_KEY);
+        meta_prefix.pop(); // the closing brace; `"whole_digest": …, "state": …}` follow
         Prepared {
             page,
             meta_prefix,

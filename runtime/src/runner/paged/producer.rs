@@ -30,14 +30,10 @@ pub(super) fn frame_pages(
     let producer = queue.producer();
     loop {
         let started = Instant::now();
-        // Page 0 is framed while admission goes on, then waits for the whole digest.
-        let next = framer.next_page(&budget).and_then(|page| match page {
-            Some(page) => {
-                let digest = framer.whole_digest()?;
-                Ok(Some(page_loop.prepare(page, digest, spare_blobs)))
-            }
-            None => Ok(None),
-        });
+        // Pages are framed while admission goes on; the calls wait for its digest.
+        let next = framer
+            .next_page(&budget)
+            .map(|page| page.map(|page| page_loop.prepare(page, spare_blobs)));
         let last = !matches!(&next, Ok(Some(p)) if !p.page.eof);
         let weight = match &next {
             Ok(Some(p)) => p.weight(),

@@ -36,22 +36,6 @@ impl<'a> SnapshotFramer<'a> {
         }
     }
 
-    /// The whole digest, once admission is over, or why it failed. Every page carries it, so
-    /// no page is handed on before it is known.
-    pub(super) fn whole_digest(&self) -> Result<&'a str, Unframed> {
-        loop {
-            if self.cancel.is_cancelled() {
-                return Err(Unframed::Run(RunError::interrupted()));
-            }
-            let artifact: &'a Artifact = self.artifact;
-            match artifact.wait_digest(PATIENCE) {
-                Ok(Some(digest)) => return Ok(digest),
-                Ok(None) => {}
-                Err(e) => return Err(Unframed::Run(e.into())),
-            }
-        }
-    }
-
     /// The next page, or why there is none.
     pub(super) fn next_page(&mut self, budget: &PageBudget) -> Result<Option<Page>, Unframed> {
         let total = self.artifact.size();

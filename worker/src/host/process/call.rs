@@ -121,6 +121,10 @@ pub struct Call {
     pub idempotent: bool,
     /// Load the module, calling nothing (the output maps each export to its `typeof`).
     pub probe: bool,
+    /// The paged run a call that is not a page belongs to (a map/fold run's fold): on the
+    /// worker that ran the run's previous call, it continues on what that call built, as a
+    /// page of the run does ([`PagePayload::run`]).
+    pub run: Option<u64>,
 }
 
 impl Call {
@@ -137,6 +141,7 @@ impl Call {
             limits: Limits::default(),
             idempotent: false,
             probe: false,
+            run: None,
         }
     }
 }

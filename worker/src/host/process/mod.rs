@@ -331,6 +331,7 @@ impl WorkerProcess {
                 input_len: call.input.len() as u32,
                 page: page.as_ref().map(|p| p.layout),
                 probe: call.probe,
+                run: call.run,
             },
         )
         .to_bytes();

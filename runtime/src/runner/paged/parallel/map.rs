@@ -15,7 +15,7 @@ use std::time::Instant;
 pub(super) fn map_pages(page_loop: &PageLoop<'_>, board: &Board<'_>, give_back: &Sender<Vec<u8>>) {
     let _leaves = MapperLeaves(board);
     while let Some((seq, (framed, took))) = board.next_page() {
-        let slot = match framed {
+        let slot = match page_loop.with_digest(framed) {
             Ok(Some(prepared)) => {
                 if !board.wanted(seq) {
                     // An earlier page ends the run: this one would never be folded.
