@@ -191,3 +191,33 @@ fn empty_files_are_admitted() {
     assert!(a.data().is_empty());
     a.finish().unwrap();
 }
+
+/// Admission's rate on a file in the page cache, for comparing changes to the pass:
+/// `cargo test --release -p runx-runtime -- --ignored admission_rate --nocapture`. A figure,
+/// not a check: times on a shared machine are noisy.
+#[test]
+#[ignore = "a measurement, not a check"]
+fn admission_rate() {
+    let dir = tempfile::tempdir().unwrap();
+    let body = chunky(128);
+    std::fs::write(dir.path().join("m.bin"), &body).unwrap();
+    let mut times = Vec::new();
+    for _ in 0..5 {
+        let started = std::time::Instant::now();
+        let a = admit("m.bin", dir.path(), "test").unwrap();
+        a.finish().unwrap();
+        times.push(started.elapsed().as_secs_f64());
+    }
+    let hash_only = {
+        let started = std::time::Instant::now();
+        let digest = runx_receipts::sha256_hex(&body);
+        assert!(digest.starts_with("sha256:"));
+        started.elapsed().as_secs_f64()
+    };
+    times.sort_by(f64::total_cmp);
+    println!(
+        "admission of 128 MiB: median {:.0} ms (hashing alone in memory {:.0} ms)",
+        times[2] * 1e3,
+        hash_only * 1e3
+    );
+}
