@@ -144,7 +144,8 @@ impl std::fmt::Debug for V8 {
 }
 
 impl V8 {
-    /// A new engine; its isolate is made on the first call.
+    /// A new engine; its isolate is made when a worker first waits for a call
+    /// ([`Engine::idle`]), else by the first call.
     pub fn new() -> V8 {
         V8::default()
     }
@@ -188,9 +189,9 @@ impl Engine for V8 {
     }
 
     fn idle(&mut self) {
-        let Some(limits) = self.last_limits else {
-            return;
-        };
+        // Before the first call (the worker has just started): an isolate for the
+        // default limits, which most calls have, and V8 started with it.
+        let limits = self.last_limits.unwrap_or_default();
         if self.instance.as_ref().is_some_and(|i| i.calls == 0) {
             return;
         }
