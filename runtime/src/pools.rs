@@ -87,6 +87,24 @@ impl Workers {
         .map_err(|e| RunError::internal("pool", e.clone()))
     }
 
+    /// Starts a worker of the forced engine ahead of its first call ([`Pool::start_ahead`]);
+    /// nothing when no engine is forced or it is not built.
+    pub(crate) fn prestart(&self) {
+        if let Some(engine) = self.forced.as_deref()
+            && engines_built().contains(&engine)
+            && let Ok(pool) = self.pool(engine)
+        {
+            pool.start_ahead();
+        }
+    }
+
+    /// Waits until no worker of any pool is still being started ahead ([`Pool::settle`]).
+    pub(crate) fn settle(&self) {
+        for pool in self.started() {
+            pool.settle();
+        }
+    }
+
     fn started(&self) -> impl Iterator<Item = &Pool> {
         self.pools.iter().filter_map(|p| p.get()?.as_ref().ok())
     }

@@ -243,6 +243,15 @@ impl Runtime {
         self.workers.kill_all();
     }
 
+    /// Starts a worker of the engine set by [`Runtime::with_engine`] in the background, when
+    /// its pool has none yet, so that the first javascript run finds it ready: its start
+    /// overlaps the run's reading of the profile and the module closure. Without a set engine
+    /// it does nothing, since which engine a run needs is only known from its profile. A cold
+    /// `runx skill --engine NAME` calls it; a cli-tool run leaves the worker unused.
+    pub fn prestart(&self) {
+        self.workers.prestart();
+    }
+
     /// Process ids of live workers (for tests and diagnostics).
     pub fn worker_pids(&self) -> Vec<u32> {
         self.workers.pids()
@@ -279,6 +288,11 @@ impl Runtime {
         // Whatever a killed worker or process looked like, a cancelled run was interrupted.
         if req.cancel.is_cancelled() && result.is_err() {
             result = Err(RunError::interrupted());
+        }
+        if req.cancel.is_cancelled() {
+            // A worker started ahead and killed with the rest is reaped before the run ends,
+            // so none outlives a caller that exits next.
+            self.workers.settle();
         }
         let duration_ms = runx_profile::millis(started.elapsed());
         let mut evidence = evidence_of(

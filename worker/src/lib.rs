@@ -62,7 +62,8 @@ mod host;
 mod wire;
 
 pub use engine::bundle::ModuleBundle;
-pub use engine::quickjs::{ALLOWED_GLOBALS, QuickJs};
+pub use engine::globals::ALLOWED_GLOBALS;
+pub use engine::quickjs::QuickJs;
 #[cfg(feature = "v8")]
 pub use engine::v8::V8;
 pub use engine::{

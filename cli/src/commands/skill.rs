@@ -127,6 +127,8 @@ pub fn run(args: SkillArgs, engine: Option<&str>) -> ExitCode {
     let outcome = match inputs {
         Ok(inputs) => {
             req.inputs = inputs;
+            // With `--engine`, the worker starts while the profile and module are read.
+            rt.prestart();
             let bar = progress::sink().map(|(sink, bar)| {
                 req.progress = Some(sink);
                 bar

@@ -452,6 +452,44 @@ fn ctrl_c_kills_the_workers() {
     }
 }
 
+/// With `--engine`, the worker starts ahead while the profile is read; Ctrl-C while it is still
+/// starting kills it too, and runx reaps it before it exits.
+#[test]
+fn ctrl_c_while_the_worker_starts_ahead_leaves_none() {
+    let engine = test_engine().unwrap_or_else(|| "quickjs".to_string());
+    for _ in 0..5 {
+        let (ws, _) = workspace_with("hostile");
+        let child = Command::new(env!("CARGO_BIN_EXE_runx"))
+            .current_dir(ws.path())
+            .env_remove("RUST_LOG")
+            .args(["--engine", &engine, "skill", "pkg", "spin", "--json"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let parent = child.id();
+        let mut workers = Vec::new();
+        let started = std::time::Instant::now();
+        while workers.is_empty() && started.elapsed() < std::time::Duration::from_secs(5) {
+            workers = children_of(parent);
+        }
+        assert!(!workers.is_empty(), "no worker started");
+        nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(parent as i32),
+            nix::sys::signal::Signal::SIGINT,
+        )
+        .unwrap();
+        let out = child.wait_with_output().unwrap();
+        assert_eq!(out.status.code(), Some(130));
+        for pid in workers {
+            assert!(
+                !Path::new(&format!("/proc/{pid}")).exists(),
+                "worker {pid} left behind"
+            );
+        }
+    }
+}
+
 #[test]
 fn inspect_describes_runners_and_limits() {
     let out = run_in(&fixtures(), &["skill", "inspect", "hello", "--json"], &[]);

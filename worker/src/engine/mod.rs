@@ -14,6 +14,7 @@ use std::sync::Arc;
 
 pub(crate) mod bundle;
 pub(crate) mod fatal;
+pub(crate) mod globals;
 pub(crate) mod math;
 pub(crate) mod quickjs;
 #[cfg(feature = "v8")]

@@ -91,6 +91,9 @@ struct Session<'s> {
 impl Session<'_> {
     /// The loop: one frame in, one answer out, until `shutdown` or a clean end of input.
     fn run(mut self, mut input: impl Read, mut output: impl Write) -> Result<(), WorkerError> {
+        // The first call's clean start (V8: the engine and an isolate) is made before the
+        // handshake, while the host is still busy with what comes before its first call.
+        self.engine.idle();
         loop {
             let payload = match read_frame(&mut input) {
                 Ok(Some(p)) => p,

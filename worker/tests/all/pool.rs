@@ -38,6 +38,41 @@ fn calls_are_served_and_workers_reused() {
     assert_eq!(a.worker_pid, b.worker_pid, "the warm worker is reused");
 }
 
+/// A worker started ahead serves the first call, even in a pool with room for more, and a
+/// second start ahead does nothing while it lives.
+#[test]
+fn the_worker_started_ahead_serves_the_first_call() {
+    let p = pool(2);
+    p.start_ahead();
+    p.start_ahead();
+    let started = Instant::now();
+    while p.worker_pids().is_empty() {
+        assert!(
+            started.elapsed() < Duration::from_secs(5),
+            "no worker started ahead"
+        );
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    let ahead = p.worker_pids();
+    assert_eq!(ahead.len(), 1, "{ahead:?}");
+    let c = call("export default (i) => ({ y: i.x + 1 });", json!({"x": 1}));
+    let reply = p.call(&c).unwrap();
+    assert_eq!(out(&reply), json!({"y": 2}));
+    assert_eq!(vec![reply.worker_pid], ahead);
+    assert_eq!(p.worker_pids(), ahead, "no second worker was started");
+}
+
+/// A call made while the worker started ahead is still starting waits for it rather than
+/// start another.
+#[test]
+fn a_call_waits_for_the_worker_started_ahead() {
+    let p = pool(2);
+    p.start_ahead();
+    let c = call("export default () => 1;", json!({}));
+    let reply = p.call(&c).unwrap();
+    assert_eq!(p.worker_pids(), vec![reply.worker_pid]);
+}
+
 #[test]
 fn worker_environment_is_empty_and_console_never_reaches_stdout() {
     let p = pool(1);

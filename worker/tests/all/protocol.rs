@@ -304,7 +304,8 @@ impl Engine for Recorder {
 
 /// Only the next page of the run the worker's last call belonged to continues on what that
 /// call built (V8 keeps its isolate for it); a page of another run, a call without a page and
-/// a page after one of them start clean, and the worker prepares the clean start while idle.
+/// a page after one of them start clean, and the worker prepares the clean start while idle
+/// (the first call's before it reads anything).
 #[test]
 fn only_the_next_page_of_the_same_run_continues() {
     let bundle = ModuleBundle::from_sources("main.mjs", [("main.mjs", "")]);
@@ -359,6 +360,7 @@ fn only_the_next_page_of_the_same_run_continues() {
     assert_eq!(
         engine.events,
         [
+            "idle",
             "call continues=false",
             "call continues=true",
             "call continues=false",

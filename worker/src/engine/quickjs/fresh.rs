@@ -4,6 +4,7 @@
 
 use super::loader::{BundleLoader, BundleResolver, Shared};
 use crate::engine::ConsoleLog;
+use crate::engine::globals::ALLOWED_GLOBALS;
 use crate::wire::failure::{Failure, FailureCode};
 use rquickjs::context::intrinsic;
 use rquickjs::{Array, Context, Ctx, Function, Module, Object, Persistent, Runtime};
@@ -11,69 +12,6 @@ use runx_rules::Limits;
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 use std::time::Instant;
-
-/// The globals a module may see: the ECMAScript intrinsics. Everything else QuickJS provides
-/// (`WeakRef`, `FinalizationRegistry`, `SharedArrayBuffer`, `Atomics`, `performance`, …) is
-/// deleted before any module code runs. `console` is installed afterwards by the prelude.
-pub const ALLOWED_GLOBALS: &[&str] = &[
-    "globalThis",
-    "Object",
-    "Function",
-    "Array",
-    "Number",
-    "Boolean",
-    "String",
-    "Symbol",
-    "BigInt",
-    "Date",
-    "Promise",
-    "RegExp",
-    "Error",
-    "AggregateError",
-    "EvalError",
-    "RangeError",
-    "ReferenceError",
-    "SyntaxError",
-    "TypeError",
-    "URIError",
-    "JSON",
-    "Math",
-    "Reflect",
-    "Proxy",
-    "Map",
-    "Set",
-    "WeakMap",
-    "WeakSet",
-    "Iterator",
-    "ArrayBuffer",
-    "DataView",
-    "Int8Array",
-    "Uint8Array",
-    "Uint8ClampedArray",
-    "Int16Array",
-    "Uint16Array",
-    "Int32Array",
-    "Uint32Array",
-    "Float16Array",
-    "Float32Array",
-    "Float64Array",
-    "BigInt64Array",
-    "BigUint64Array",
-    "parseFloat",
-    "parseInt",
-    "isFinite",
-    "isNaN",
-    "decodeURI",
-    "decodeURIComponent",
-    "encodeURI",
-    "encodeURIComponent",
-    "escape",
-    "unescape",
-    "eval",
-    "Infinity",
-    "NaN",
-    "undefined",
-];
 
 /// The intrinsics a context is built with: the ECMAScript ones. QuickJS's extras (`atob`,
 /// `performance`, `WeakRef`, `DOMException`) are never created, which is cheaper than deleting

@@ -7,7 +7,6 @@
 use crate::engine::bundle::{exception_summary, exception_text};
 use crate::engine::{ConsoleLog, Engine, EngineCall, EngineOutput, MemoryCap, PageInput};
 use crate::wire::failure::{Failure, FailureCode};
-pub use fresh::ALLOWED_GLOBALS;
 use fresh::{Fresh, Intrinsics};
 use rquickjs::function::This;
 use rquickjs::promise::PromiseState;

@@ -1,125 +1,14 @@
 //! One call on V8: a fresh context, the prelude, the arguments, the module graph, the export,
 //! its settled value and the encoded output, in the same phases as the QuickJS engine.
 
-use super::math;
 use super::modules;
 use super::state::{CallState, Scope};
 use super::thrown::{caught, classify, rejection_text};
-use crate::engine::quickjs::ALLOWED_GLOBALS;
+use crate::engine::globals::ALLOWED_GLOBALS;
 use crate::engine::{EngineCall, PageInput};
 use crate::wire::failure::{Failure, FailureCode};
 use rusty_v8 as v8;
 use std::rc::Rc;
-use std::sync::OnceLock;
-
-const PRELUDE: &str = include_str!("../prelude.js");
-
-/// The heap of the isolate that makes the snapshot: the prelude needs little.
-const SNAPSHOT_HEAP_BYTES: usize = 16 * 1024 * 1024;
-
-/// The native functions a snapshot refers to (by address): the console sink and `Math`'s.
-pub(super) fn external_references() -> std::borrow::Cow<'static, [v8::ExternalReference]> {
-    use v8::MapFnTo;
-    std::borrow::Cow::Owned(vec![
-        v8::ExternalReference {
-            function: console_sink.map_fn_to(),
-        },
-        v8::ExternalReference {
-            function: math::callback(),
-        },
-    ])
-}
-
-/// The snapshot every isolate of this process starts from, made once (concurrent snapshot
-/// creators crash V8, and the snapshot does not depend on the limits), and the index of the
-/// prelude's helpers among its default context's data.
-pub(super) fn snapshot() -> Result<(v8::StartupData, usize), Failure> {
-    static SNAPSHOT: OnceLock<Result<(&'static [u8], usize), Failure>> = OnceLock::new();
-    let (blob, index) = SNAPSHOT
-        .get_or_init(|| {
-            let (blob, index) = make_snapshot()?;
-            // Kept for the life of the process: every isolate reads it.
-            let blob: &'static [u8] = Box::leak(blob.to_vec().into_boxed_slice());
-            Ok((blob, index))
-        })
-        .clone()?;
-    Ok((v8::StartupData::from(blob), index))
-}
-
-/// A startup snapshot whose default context has the prelude installed, and the index of the
-/// prelude's helpers among that context's snapshot data. Every call's context is deserialised
-/// from it: a new context, in which no module code ever ran, that skips the prelude's work.
-fn make_snapshot() -> Result<(v8::StartupData, usize), Failure> {
-    let internal = |what: &str| {
-        Failure::new(
-            FailureCode::Internal,
-            format!("cannot make the V8 snapshot: {what}"),
-        )
-    };
-    // A small heap: with V8's defaults (sized from the machine's memory) the creator reserves
-    // more than the worker's data cap allows.
-    let params = v8::CreateParams::default().heap_limits(0, SNAPSHOT_HEAP_BYTES);
-    let mut creator = v8::Isolate::snapshot_creator(Some(external_references()), Some(params));
-    let index = {
-        let scope = std::pin::pin!(v8::HandleScope::new(&mut creator));
-        let scope = &mut scope.init();
-        let context = v8::Context::new(scope, Default::default());
-        let index = {
-            let scope = &mut v8::ContextScope::new(scope, context);
-            let helpers = install_prelude(scope).ok_or_else(|| internal("the prelude failed"))?;
-            scope.add_context_data(context, helpers)
-        };
-        scope.set_default_context(context);
-        index
-    };
-    let blob = creator
-        .create_blob(v8::FunctionCodeHandling::Keep)
-        .ok_or_else(|| internal("no blob"))?;
-    Ok((blob, index))
-}
-
-/// Runs the prelude in the current context and returns its helpers.
-fn install_prelude<'s>(scope: &mut v8::PinScope<'s, '_>) -> Option<v8::Local<'s, v8::Object>> {
-    let source = v8::String::new(scope, PRELUDE)?;
-    let name = v8::String::new(scope, "runx:prelude")?;
-    let origin = v8::ScriptOrigin::new(
-        scope,
-        name.into(),
-        0,
-        0,
-        false,
-        0,
-        None,
-        false,
-        false,
-        false,
-        None,
-    );
-    let script = v8::Script::compile(scope, source, Some(&origin))?;
-    let install = v8::Local::<v8::Function>::try_from(script.run(scope)?).ok()?;
-    let sink = v8::Function::new(scope, console_sink)?;
-    let mut names: Vec<v8::Local<v8::Value>> = Vec::with_capacity(ALLOWED_GLOBALS.len());
-    for name in ALLOWED_GLOBALS {
-        names.push(v8::String::new(scope, name)?.into());
-    }
-    let allowed = v8::Array::new_with_elements(scope, &names);
-    let undefined: v8::Local<v8::Value> = v8::undefined(scope).into();
-    // V8 keeps resizable ArrayBuffers outside the allocator's budget: the prelude charges them.
-    let charge_buffers = v8::Boolean::new(scope, true);
-    // V8's own Math functions differ from QuickJS's: the prelude puts the shared ones in place.
-    let math = math::functions(scope)?;
-    let helpers = install.call(
-        scope,
-        undefined,
-        &[
-            sink.into(),
-            allowed.into(),
-            charge_buffers.into(),
-            math.into(),
-        ],
-    )?;
-    v8::Local::<v8::Object>::try_from(helpers).ok()
-}
 
 /// Deletes the globals V8 adds back to every context it deserialises (the globals of shipped
 /// features it installs after reading the snapshot, such as `Temporal` or `DisposableStack`),
@@ -363,7 +252,7 @@ impl Phases<'_> {
 
 /// The console sink handed to the prelude; the prelude formats, this only appends to the log
 /// of the call running now (if any).
-fn console_sink(
+pub(super) fn console_sink(
     scope: &mut v8::PinScope<'_, '_>,
     args: v8::FunctionCallbackArguments<'_>,
     _rv: v8::ReturnValue<'_, v8::Value>,

@@ -1,6 +1,7 @@
 //! V8's `Math` functions replaced by native ones calling [`crate::engine::math`], so that both
 //! engines compute them alike on every machine. One native callback serves every function; the
-//! function's index in [`FUNCTIONS`] is its data.
+//! function's index in [`FUNCTIONS`] is its data. The functions themselves are made in the
+//! snapshot (`runx-v8-snapshot`), from [`FUNCTIONS`]' names and lengths.
 
 use crate::engine::math::{Arity, FUNCTIONS, canonical};
 use rusty_v8 as v8;
@@ -10,24 +11,6 @@ use rusty_v8 as v8;
 pub(super) fn callback() -> v8::FunctionCallback {
     use v8::MapFnTo;
     math.map_fn_to()
-}
-
-/// An object holding a native function per name of [`FUNCTIONS`], with its `name` and
-/// `length`, not constructible, as the intrinsics are; the prelude puts them on `Math`.
-pub(super) fn functions<'s>(scope: &mut v8::PinScope<'s, '_>) -> Option<v8::Local<'s, v8::Object>> {
-    let object = v8::Object::new(scope);
-    for (index, (name, arity)) in FUNCTIONS.iter().enumerate() {
-        let data = v8::Integer::new(scope, i32::try_from(index).ok()?);
-        let function = v8::Function::builder(math)
-            .data(data.into())
-            .length(arity.length())
-            .constructor_behavior(v8::ConstructorBehavior::Throw)
-            .build(scope)?;
-        let key = v8::String::new(scope, name)?;
-        function.set_name(key);
-        object.set(scope, key.into(), function.into())?;
-    }
-    Some(object)
 }
 
 /// `Math[name](...args)`: every argument the function reads converted with `ToNumber`, in order

@@ -5,9 +5,10 @@
 //!
 //! A V8 isolate is the expensive part (its heap, builtins and compiler: about 2 ms to make
 //! here); a context is cheap (its global object and intrinsics, deserialised from a snapshot:
-//! a few tenths of a millisecond). The snapshot is made once per process, before any module
-//! code runs: a context in which the prelude already ran (`call::snapshot`), so each call's
-//! context starts as a copy of it, and only V8's own additions to deserialised contexts
+//! a few tenths of a millisecond). The snapshot is a context in which the prelude already ran
+//! and no module code ever did, made when runx is built and carried in the executable
+//! (`snapshot`; making it when the process started cost 15 ms of every cold run), so each
+//! call's context starts as a copy of it, and only V8's own additions to deserialised contexts
 //! (globals of some shipped features) are deleted again per call.
 //!
 //! An isolate serves **one run**: a call of a javascript runner, or the pages of one paged run
@@ -76,6 +77,7 @@ mod buffers;
 mod call;
 mod math;
 mod modules;
+mod snapshot;
 mod stack;
 mod state;
 mod thrown;
@@ -91,17 +93,6 @@ use watchdog::Watchdog;
 /// runs into; this bounds the rest (resizable ArrayBuffers, frames, thread stacks, code). A
 /// worker holding a 60 MiB buffer and 40 MiB of objects measured 175 MiB here.
 const DATA_BYTES: u64 = 512 * 1024 * 1024;
-
-/// V8 flags, set once per process before V8 starts. This V8 ships every ES2025 feature
-/// QuickJS-ng has (`Float16Array`, `using`, iterator helpers, …) without flags. Two shipped
-/// features are turned off, both outside the intrinsics modules may see:
-/// - `Atomics.pause`: V8 adds it to every context it deserialises, and fails (a fatal error)
-///   when the context comes from a snapshot whose prelude deleted `Atomics`, as every call's
-///   context does here (see `call::snapshot`);
-/// - Temporal: the prelude deletes the global, but V8 would install it again in every
-///   deserialised context, with `Date.prototype.toTemporalInstant`, a way back to it (and
-///   `Temporal.Now` reads the real clock).
-const FLAGS: &str = "--no-js-atomics-pause --no-harmony-temporal";
 
 /// Background threads of V8's platform (concurrent GC and compilation), as Node.js and
 /// deno_core cap them.
@@ -121,7 +112,8 @@ static PLATFORM: OnceLock<v8::SharedRef<v8::Platform>> = OnceLock::new();
 
 fn platform() -> &'static v8::SharedRef<v8::Platform> {
     PLATFORM.get_or_init(|| {
-        v8::V8::set_flags_from_string(FLAGS);
+        // The snapshot was made under the same flags (`runx_v8_snapshot::FLAGS` says which).
+        v8::V8::set_flags_from_string(runx_v8_snapshot::FLAGS);
         v8::V8::set_fatal_error_handler(v8_fatal_error);
         let threads = std::thread::available_parallelism()
             .map_or(1, |n| n.get() as u32)
@@ -152,7 +144,8 @@ impl std::fmt::Debug for V8 {
 }
 
 impl V8 {
-    /// A new engine; its isolate is made on the first call.
+    /// A new engine; its isolate is made when a worker first waits for a call
+    /// ([`Engine::idle`]), else by the first call.
     pub fn new() -> V8 {
         V8::default()
     }
@@ -196,9 +189,9 @@ impl Engine for V8 {
     }
 
     fn idle(&mut self) {
-        let Some(limits) = self.last_limits else {
-            return;
-        };
+        // Before the first call (the worker has just started): an isolate for the
+        // default limits, which most calls have, and V8 started with it.
+        let limits = self.last_limits.unwrap_or_default();
         if self.instance.as_ref().is_some_and(|i| i.calls == 0) {
             return;
         }
@@ -237,10 +230,14 @@ impl Instance {
     fn new(limits: &Limits) -> Result<Instance, Failure> {
         // V8 starts with the first isolate of the process.
         platform();
-        let (blob, helpers) = call::snapshot()?;
+        Instance::from_snapshot(limits, snapshot::startup()?)
+    }
+
+    /// An isolate for `limits` made from `startup`.
+    fn from_snapshot(limits: &Limits, startup: snapshot::Startup) -> Result<Instance, Failure> {
         let params = v8::CreateParams::default()
-            .snapshot_blob(blob)
-            .external_references(call::external_references())
+            .snapshot_blob(v8::StartupData::from(startup.blob))
+            .external_references(snapshot::external_references())
             .heap_limits(0, limits.heap_bytes)
             .array_buffer_allocator(buffers::allocator(limits.heap_bytes));
         let mut isolate = v8::Isolate::new(params);
@@ -263,7 +260,7 @@ impl Instance {
         Ok(Instance {
             watchdog,
             isolate,
-            helpers,
+            helpers: startup.helpers,
             heap,
             heap_bytes: limits.heap_bytes,
             calls: 0,

@@ -125,6 +125,12 @@ struct State {
     idle: Vec<WorkerProcess>,
     /// Workers alive or being started, idle or busy.
     live: usize,
+    /// Workers being started ahead of any call ([`Pool::start_ahead`]), counted in `live`: a
+    /// call waits for one rather than start another.
+    ahead: usize,
+    /// Workers started ahead, `hello` sent and `ready` not yet read, counted in `live`: the
+    /// call that takes one reads it.
+    starting: Vec<WorkerProcess>,
     /// When workers were lost outside any call (died idle, could not start), within the window.
     losses: VecDeque<Instant>,
     /// When workers were lost while running a bundle, by bundle digest, within the window.
@@ -247,8 +253,44 @@ impl Pool {
         }
     }
 
+    /// Starts a worker now, its fork on a thread of its own, when the pool has none alive or
+    /// starting, so that the first call finds it ready instead of waiting for its start: the
+    /// process's start and its engine's (V8: the platform and the call's isolate) overlap what
+    /// the caller does before that call, which then reads the worker's `ready` itself. A
+    /// worker that cannot start is a loss of the pool, as when a call starts it.
+    pub fn start_ahead(&self) {
+        let mut st = self.lock();
+        if st.closed || st.live > 0 {
+            return;
+        }
+        st.live += 1;
+        st.ahead += 1;
+        drop(st);
+        let pool = self.clone();
+        let spawned = std::thread::Builder::new()
+            .name("runx-start-ahead".to_string())
+            .spawn(move || {
+                // A failed start gave its slot back and recorded the loss.
+                let launched = pool.launch();
+                let mut st = pool.lock();
+                st.ahead -= 1;
+                if let Ok(worker) = launched {
+                    st.starting.push(worker);
+                }
+                drop(st);
+                pool.inner.changed.notify_all();
+            });
+        if spawned.is_err() {
+            // No thread: the first call starts the worker itself.
+            let mut st = self.lock();
+            st.live -= 1;
+            st.ahead -= 1;
+        }
+    }
+
     /// Kills every worker's process group at once (Ctrl-C). Calls in flight fail; the pool
-    /// accepts no new calls.
+    /// accepts no new calls. A worker still starting is killed too; [`Pool::settle`] waits
+    /// until it is reaped.
     pub fn kill_all(&self) {
         let pids: Vec<u32> = {
             let mut st = self.lock();
@@ -259,6 +301,29 @@ impl Pool {
             kill_group(pid);
         }
         self.inner.changed.notify_all();
+    }
+
+    /// Waits until no worker is being started ahead ([`Pool::start_ahead`]), at most a second,
+    /// and after [`Pool::kill_all`] kills and reaps those started ahead that no call took: a
+    /// caller about to exit calls it, so that no worker it started outlives it.
+    pub fn settle(&self) {
+        drop(self.settled(self.lock()));
+    }
+
+    fn settled<'a>(&'a self, mut st: MutexGuard<'a, State>) -> MutexGuard<'a, State> {
+        let deadline = Instant::now() + Duration::from_secs(1);
+        while st.ahead > 0 && Instant::now() < deadline {
+            st = self.wait(st);
+        }
+        if st.closed && !st.starting.is_empty() {
+            let starting = std::mem::take(&mut st.starting);
+            drop(st);
+            for worker in starting {
+                self.discard(worker, "the pool was shut down", Loss::Retired);
+            }
+            st = self.lock();
+        }
+        st
     }
 
     /// Process ids of the live workers.
@@ -284,6 +349,8 @@ impl Pool {
                 return Err(cancelled());
             }
             if st.closed {
+                // A worker started ahead for this call is being reaped: it goes first.
+                drop(self.settled(st));
                 return Err(Failure::new(
                     FailureCode::WorkerCrashed,
                     "the worker pool was shut down (interrupted)",
@@ -313,6 +380,22 @@ impl Pool {
                     continue;
                 }
                 return Ok(w);
+            }
+            if let Some(worker) = st.starting.pop() {
+                // Started ahead: this call reads its `ready`.
+                drop(st);
+                match self.ready(worker) {
+                    Ok(w) => return Ok(w),
+                    Err(_) => {
+                        st = self.lock();
+                        continue;
+                    }
+                }
+            }
+            if st.ahead > 0 {
+                // A worker started ahead is on its way: this call takes it.
+                st = self.wait(st);
+                continue;
             }
             if st.live < cfg.size {
                 let backoff = match self.replacement_backoff(&st, bundle) {
@@ -359,35 +442,53 @@ impl Pool {
         Budget::Start(cfg.backoff * (1u32 << (charged - 1).min(8)))
     }
 
-    /// Starts a worker whose slot is already counted in `live`.
+    /// Starts a worker whose slot is already counted in `live` and waits for its `ready`.
     fn start_worker(&self) -> Result<WorkerProcess, Failure> {
+        let worker = self.launch()?;
+        self.ready(worker)
+    }
+
+    /// Starts a worker process whose slot is already counted in `live` and sends it `hello`.
+    /// Its pid is known to [`Pool::kill_all`] from its fork on, so a worker still starting is
+    /// killed too.
+    fn launch(&self) -> Result<WorkerProcess, Failure> {
         let cfg = &self.inner.config;
-        let spawned = WorkerProcess::spawn(&cfg.command, &self.inner.workdir, cfg.startup_timeout);
-        let mut st = self.lock();
-        match spawned {
-            Ok(w) => {
-                st.pids.insert(w.pid);
-                if st.closed {
-                    drop(st);
-                    self.discard(w, "the pool was shut down", Loss::Retired);
-                    return Err(Failure::new(
-                        FailureCode::WorkerCrashed,
-                        "the worker pool was shut down (interrupted)",
-                    ));
-                }
-                tracing::debug!(pid = w.pid, "worker started");
-                Ok(w)
-            }
-            Err(e) => {
-                let why = e.to_string();
-                st.live -= 1;
-                st.losses.push_back(Instant::now());
-                st.last_loss = Some(why.clone());
-                drop(st);
-                self.inner.changed.notify_all();
-                Err(Failure::new(FailureCode::WorkerCrashed, why))
-            }
+        let forked = std::cell::Cell::new(None);
+        let started = WorkerProcess::start(&cfg.command, &self.inner.workdir, |pid| {
+            forked.set(Some(pid));
+            self.lock().pids.insert(pid);
+        });
+        started.map_err(|e| self.lost_start(forked.get(), e.to_string()))
+    }
+
+    /// Reads the `ready` of a worker started by [`Pool::launch`].
+    fn ready(&self, mut worker: WorkerProcess) -> Result<WorkerProcess, Failure> {
+        if let Err(e) = worker.await_ready(self.inner.config.startup_timeout) {
+            return Err(self.lost_start(Some(worker.pid), e.to_string()));
         }
+        if self.lock().closed {
+            self.discard(worker, "the pool was shut down", Loss::Retired);
+            return Err(Failure::new(
+                FailureCode::WorkerCrashed,
+                "the worker pool was shut down (interrupted)",
+            ));
+        }
+        tracing::debug!(pid = worker.pid, "worker started");
+        Ok(worker)
+    }
+
+    /// A worker that could not start (already killed): its slot given back, a loss of the pool.
+    fn lost_start(&self, pid: Option<u32>, why: String) -> Failure {
+        let mut st = self.lock();
+        if let Some(pid) = pid {
+            st.pids.remove(&pid);
+        }
+        st.live -= 1;
+        st.losses.push_back(Instant::now());
+        st.last_loss = Some(why.clone());
+        drop(st);
+        self.inner.changed.notify_all();
+        Failure::new(FailureCode::WorkerCrashed, why)
     }
 
     fn wait<'a>(&self, st: MutexGuard<'a, State>) -> MutexGuard<'a, State> {

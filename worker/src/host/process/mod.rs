@@ -1,4 +1,5 @@
-//! One worker process seen from the host: spawn, handshake, invoke under a deadline, kill.
+//! One worker process seen from the host: invoke under a deadline, kill; its start and
+//! handshake are in `start.rs`.
 
 use crate::engine::ConsoleLog;
 use crate::host::descriptor;
@@ -10,17 +11,16 @@ use nix::unistd::Pid;
 use runx_rules::Limit;
 use std::collections::HashSet;
 use std::ffi::OsString;
-use std::io::{BufWriter, Read};
-use std::os::fd::{AsFd, AsRawFd};
+use std::io::BufWriter;
 use std::os::unix::net::UnixStream;
-use std::os::unix::process::CommandExt;
-use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStderr, ChildStdin, Command, Stdio};
+use std::path::PathBuf;
+use std::process::{Child, ChildStdin};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 pub(crate) mod call;
 mod replies;
+mod start;
 
 use call::{Call, PagePayload, PageRecords, Reply};
 use replies::{NoReply, Replies};
@@ -88,50 +88,6 @@ struct PageParts<'p> {
     file: Option<&'p std::fs::File>,
 }
 
-/// Why a worker could not be started.
-#[derive(Debug, thiserror::Error)]
-pub(crate) enum SpawnError {
-    /// The program could not be executed.
-    #[error("cannot start the worker `{}`: {source}", program.display())]
-    Start {
-        program: PathBuf,
-        #[source]
-        source: std::io::Error,
-    },
-    /// The pipes to the worker could not be set up.
-    #[error("the worker's pipes could not be opened")]
-    Pipes,
-    /// A reader thread could not be started.
-    #[error("cannot start a reader thread: {0}")]
-    Thread(std::io::Error),
-    /// The worker did not complete the `hello`/`ready` handshake.
-    #[error("{0}")]
-    Handshake(String),
-}
-
-/// Keeps the last bytes the worker writes to stderr, to explain a crash.
-fn keep_stderr_tail(pid: u32, mut stderr: ChildStderr) -> Result<Arc<Mutex<Vec<u8>>>, SpawnError> {
-    let stderr_tail = Arc::new(Mutex::new(Vec::new()));
-    let tail = stderr_tail.clone();
-    std::thread::Builder::new()
-        .name(format!("runx-worker-{pid}-err"))
-        .spawn(move || {
-            let mut buf = [0u8; 1024];
-            while let Ok(n) = stderr.read(&mut buf) {
-                if n == 0 {
-                    return;
-                }
-                if let Ok(mut t) = tail.lock() {
-                    t.extend_from_slice(&buf[..n]);
-                    let excess = t.len().saturating_sub(STDERR_TAIL_BYTES);
-                    t.drain(..excess);
-                }
-            }
-        })
-        .map_err(SpawnError::Thread)?;
-    Ok(stderr_tail)
-}
-
 /// A live worker process.
 pub(crate) struct WorkerProcess {
     child: Child,
@@ -149,123 +105,7 @@ pub(crate) struct WorkerProcess {
     pub(crate) pid: u32,
 }
 
-/// Requested capacity of the pipes to and from a worker.
-const PIPE_BYTES: i32 = 1024 * 1024;
-
-/// Bytes of worker stderr kept to explain a crash.
-const STDERR_TAIL_BYTES: usize = 4096;
-
 impl WorkerProcess {
-    /// Starts a worker with an empty environment in its own process group, tied to this
-    /// process ([`crate::host::child`]), and waits for `ready` until `startup`.
-    pub(crate) fn spawn(
-        command: &WorkerCommand,
-        cwd: &Path,
-        startup: Duration,
-    ) -> Result<WorkerProcess, SpawnError> {
-        let (descriptors, worker_end) = UnixStream::pair().map_err(SpawnError::Thread)?;
-        let mut spawn = Command::new(&command.program);
-        spawn
-            .args(&command.args)
-            .env_clear()
-            .current_dir(cwd)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .process_group(0);
-        let mut child = crate::host::child::spawn_with_channel(spawn, worker_end.as_raw_fd())
-            .map_err(|source| SpawnError::Start {
-                program: command.program.clone(),
-                source,
-            })?;
-        // The worker holds its own end now.
-        drop(worker_end);
-        let pid = child.id();
-        let (Some(stdin), Some(stdout), Some(stderr)) =
-            (child.stdin.take(), child.stdout.take(), child.stderr.take())
-        else {
-            let _ = child.kill();
-            let _ = child.wait();
-            return Err(SpawnError::Pipes);
-        };
-        // Pages are up to 4 MiB; a 1 MiB pipe moves them in a few writes instead of sixty-four.
-        // Best effort: the kernel may cap it (`/proc/sys/fs/pipe-max-size`).
-        for fd in [stdin.as_fd(), stdout.as_fd()] {
-            let _ = nix::fcntl::fcntl(fd, nix::fcntl::FcntlArg::F_SETPIPE_SZ(PIPE_BYTES));
-        }
-        let stdin_pipe_bytes = nix::fcntl::fcntl(stdin.as_fd(), nix::fcntl::FcntlArg::F_GETPIPE_SZ)
-            .ok()
-            .and_then(|n| usize::try_from(n).ok())
-            .unwrap_or(0);
-        let readers = Replies::new(stdout)
-            .map_err(|_| SpawnError::Pipes)
-            .and_then(|replies| {
-                keep_stderr_tail(pid, stderr).map(|stderr_tail| (replies, stderr_tail))
-            });
-        let (replies, stderr_tail) = match readers {
-            Ok(r) => r,
-            Err(e) => {
-                kill_group(pid);
-                let _ = child.wait();
-                return Err(e);
-            }
-        };
-        let mut worker = WorkerProcess {
-            child,
-            stdin: BufWriter::with_capacity(64 * 1024, stdin),
-            descriptors,
-            pages_by_descriptor: false,
-            stdin_pipe_bytes,
-            replies,
-            stderr_tail,
-            bundles: HashSet::new(),
-            next_call: 1,
-            pid,
-        };
-        match worker.handshake(startup) {
-            Ok(()) => Ok(worker),
-            Err(why) => {
-                worker.kill();
-                Err(SpawnError::Handshake(why))
-            }
-        }
-    }
-
-    /// Sends `hello` and waits for `ready` until `startup`.
-    fn handshake(&mut self, startup: Duration) -> Result<(), String> {
-        let hello = Header::new(0, Message::Hello).to_bytes();
-        if let Err(e) = write_frame(&mut self.stdin, &hello, &[]) {
-            return Err(self.explain(&format!("the worker did not accept `hello`: {e}")));
-        }
-        match self.next_reply(Instant::now() + startup) {
-            Ok((
-                Header {
-                    message:
-                        Message::Ready {
-                            pages_by_descriptor,
-                            ..
-                        },
-                    ..
-                },
-                _,
-            )) => {
-                self.pages_by_descriptor = pages_by_descriptor;
-                Ok(())
-            }
-            Ok((header, _)) => Err(format!(
-                "the worker answered `hello` with {:?} instead of `ready`",
-                header.message
-            )),
-            Err(Wait::TimedOut) => Err(format!(
-                "the worker did not become ready within {} ms",
-                startup.as_millis()
-            )),
-            Err(Wait::Broken(why)) => {
-                Err(self.explain(&format!("the worker failed to start: {why}")))
-            }
-        }
-    }
-
     /// Sends one call and waits for its reply until the wall plus `grace`. The bundle goes
     /// along the first time this worker needs it, and again if the worker asks for it.
     pub(crate) fn invoke(&mut self, call: &Call, grace: Duration) -> Result<Reply, InvokeError> {
