@@ -36,6 +36,32 @@ fn frame_pages(data: &[u8], page_bytes: usize) -> Result<Vec<FramedPage>, String
     Ok(pages)
 }
 
+/// runx's framer alone over `data` in memory (scan and validate every record, cut pages of
+/// `page_bytes`; no copy, no digest, no page handed on), and SHA-256 over the same bytes: what
+/// the framing thread of a paged run does beside copying the file into its snapshot.
+pub fn framer_alone(data: &[u8], page_bytes: usize) -> Result<(Duration, Duration), String> {
+    let budget = PageBudget {
+        page_bytes,
+        payload_bytes: payload_bytes(),
+        per_record_overhead: 4,
+    };
+    let t = Instant::now();
+    let mut framer = Framer::new(data).map_err(|e| e.to_string())?;
+    while framer
+        .next_page(&budget)
+        .map_err(|e| e.to_string())?
+        .is_some()
+    {}
+    let framing = t.elapsed();
+    let t = Instant::now();
+    let digest = runx_receipts::sha256_hex(data);
+    let hashing = t.elapsed();
+    if digest.is_empty() {
+        return Err("no digest".to_string());
+    }
+    Ok((framing, hashing))
+}
+
 /// The same module over the same pages run directly in the engine `name`: fresh context per
 /// page, no framing, pool or protocol in the timing.
 pub struct Alone {

@@ -3,6 +3,7 @@
 
 use runx_profile::STATE_BYTES;
 use runx_worker::{Engine, Limits, ModuleBundle, engine_by_name};
+use runx_workload::TimeSplit;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
@@ -65,4 +66,14 @@ pub fn answer(output: &[u8]) -> Result<serde_json::Value, String> {
 
 pub fn num_ratio(v: Option<f64>) -> String {
     v.map_or("–".to_string(), |v| format!("{v:.2}"))
+}
+
+/// A paged run's split as `admission 12 ms (1.0%), …`, in % of its wall.
+pub fn split_line(s: &TimeSplit) -> String {
+    let parts: Vec<String> = s
+        .parts()
+        .iter()
+        .map(|(name, v)| format!("{name} {:.0} ms ({:.1}%)", v, s.percent(*v)))
+        .collect();
+    format!("{} of {:.0} ms wall", parts.join(", "), s.wall_ms)
 }

@@ -5,7 +5,8 @@
 //! from round to round, so each ratio pairs runs made under the same load; every answer must
 //! be the same bytes.
 
-use crate::common::{ROUNDS, ms, num_ratio, page_label};
+use crate::alone::framer_alone;
+use crate::common::{ROUNDS, ms, num_ratio, page_label, split_line};
 use crate::node::{NodeMode, node_run};
 use runx_runtime::Runtime;
 use runx_worker::WorkerCommand;
@@ -34,6 +35,8 @@ struct Variant<'a> {
     times: Vec<Duration>,
     /// Node.js: starting the worker threads, per round (outside `times`).
     starts: Vec<Duration>,
+    /// Where each round's time went, as one line.
+    splits: Vec<String>,
 }
 
 /// One run's answer.
@@ -41,6 +44,7 @@ struct Outcome {
     took: Duration,
     start: Duration,
     pages: u64,
+    split: String,
     /// The output, keys sorted (serde_json's form; the Node.js script writes the same form).
     output: String,
 }
@@ -59,6 +63,7 @@ impl Variant<'_> {
                     took: run.wall,
                     start: Duration::ZERO,
                     pages: u64::from(run.pages),
+                    split: split_line(&run.split),
                     output: serde_json::to_string(&run.output).map_err(|e| e.to_string())?,
                 })
             }
@@ -68,17 +73,26 @@ impl Variant<'_> {
                     took: run.took,
                     start: run.start,
                     pages: run.pages,
+                    split: run.split,
                     output: run.output,
                 })
             }
         }
     }
 
+    /// The round of the median time.
+    fn median_round(&self) -> usize {
+        let mut rounds: Vec<usize> = (0..self.times.len()).collect();
+        rounds.sort_by_key(|&r| self.times[r]);
+        rounds.get(rounds.len() / 2).copied().unwrap_or_default()
+    }
+
     /// The median time.
     fn median(&self) -> Duration {
-        let mut t = self.times.clone();
-        t.sort_unstable();
-        t.get(t.len() / 2).copied().unwrap_or_default()
+        self.times
+            .get(self.median_round())
+            .copied()
+            .unwrap_or_default()
     }
 }
 
@@ -161,6 +175,7 @@ pub fn compare(setup: &Setup<'_>) -> Option<MapFoldRow> {
                 label,
                 times: Vec::new(),
                 starts: Vec::new(),
+                splits: Vec::new(),
             });
         }
     }
@@ -184,6 +199,7 @@ pub fn compare(setup: &Setup<'_>) -> Option<MapFoldRow> {
                 label,
                 times: Vec::new(),
                 starts: Vec::new(),
+                splits: Vec::new(),
             });
         }
     }
@@ -219,6 +235,7 @@ pub fn compare(setup: &Setup<'_>) -> Option<MapFoldRow> {
             }
             variants[i].times.push(out.took);
             variants[i].starts.push(out.start);
+            variants[i].splits.push(out.split);
         }
     }
     let load_after = load_average();
@@ -244,7 +261,11 @@ pub fn compare(setup: &Setup<'_>) -> Option<MapFoldRow> {
             mb / t[t.len() - 1].as_secs_f64(),
             mb / t[0].as_secs_f64(),
         );
+        if let Some(split) = v.splits.get(v.median_round()) {
+            println!("      split of the median run: {split}");
+        }
     }
+    framer_line(&setup.bench.workspace.join(&setup.bench.archive), mb);
     let (pages, output) = reference.map(|(_, p, o)| (p, o)).unwrap_or_default();
     println!("    every variant answered the same bytes in every round ({pages} pages): {output}");
     // a's throughput over b's, round by round (b's time over a's), and the median.
@@ -302,6 +323,22 @@ pub fn compare(setup: &Setup<'_>) -> Option<MapFoldRow> {
             load_after.map_or(f64::NAN, |l| l.0),
         ),
     })
+}
+
+/// How fast runx's framer and SHA-256 alone go over the archive: what bounds the one framing
+/// thread that feeds every map worker.
+fn framer_line(archive: &Path, mb: f64) {
+    let measured = std::fs::read(archive)
+        .map_err(|e| e.to_string())
+        .and_then(|data| framer_alone(&data, PAGE));
+    match measured {
+        Ok((framing, hashing)) => println!(
+            "    runx's framer alone in this process (scan and validate every record, no copy, no digest): {:.0} MB/s; SHA-256 alone: {:.0} MB/s",
+            mb / framing.as_secs_f64(),
+            mb / hashing.as_secs_f64()
+        ),
+        Err(e) => println!("    runx's framer alone: failed: {e}"),
+    }
 }
 
 fn load_line(l: Option<(f64, f64, f64)>) -> String {

@@ -28,39 +28,52 @@ pub fn node_version() -> Option<String> {
 ///   main thread strictly in page order, the state carried as JSON.
 ///
 /// Timed from reading the file to the last fold; starting the workers (until each is online)
-/// is timed apart (`start_ms`). Prints the time, the pages and the output with its keys sorted
-/// (runx's form), so that the bench compares answers byte for byte.
+/// is timed apart (`start_ms`). Prints the time, where it went (`split`: reading the file,
+/// framing, making the record strings, the exports' JavaScript, the fold; summed over the
+/// threads), the pages and the output with its keys sorted (runx's form), so that the bench
+/// compares answers byte for byte.
 const NODE_SCRIPT: &str = r#"
 import { Worker, isMainThread, parentPort } from 'node:worker_threads';
 import { openSync, readSync, fstatSync, closeSync } from 'node:fs';
 import { page, mapPage, foldPages } from './pkg/main.mjs';
 
+const now = () => performance.now();
 // The records of a page: one string per span [start, end) of `buf`.
 const texts = (buf, spans) => {
   const records = new Array(spans.length >>> 1);
   for (let i = 0; i < records.length; i++) records[i] = buf.toString('utf8', spans[2 * i], spans[2 * i + 1]);
   return records;
 };
+// mapPage over a page's records; the time to make the strings and to map, in ms.
+const mapOne = (buf, p) => {
+  const t0 = now();
+  const records = texts(buf, p.spans);
+  const t1 = now();
+  const result = mapPage({ runx_page: { page_index: p.index, eof: p.eof, records } });
+  return { result, decode: t1 - t0, map: now() - t1 };
+};
 
 if (!isMainThread) {
   let buf = null;
   parentPort.on('message', (m) => {
     if (m.file) { buf = Buffer.from(m.file); return; }
-    const result = mapPage({ runx_page: { page_index: m.index, eof: m.eof, records: texts(buf, m.spans) } });
-    parentPort.postMessage({ index: m.index, eof: m.eof, result });
+    const { result, decode, map } = mapOne(buf, m);
+    parentPort.postMessage({ index: m.index, eof: m.eof, result, decode, map });
   });
 } else {
   const [file, pageBytesArg, payloadArg, mode, workersArg] = process.argv.slice(2);
   const pageBytes = Number(pageBytesArg), payloadBytes = Number(payloadArg);
   const n = Number(workersArg ?? 0);
-  const ts = performance.now();
+  const ts = now();
   const workers = [];
   for (let i = 0; i < (mode === 'map_fold' ? n : 0); i++) {
     const w = new Worker(new URL(import.meta.url));
     await new Promise((ok, fail) => { w.once('online', ok); w.once('error', fail); });
     workers.push(w);
   }
-  const t0 = performance.now();
+  // Where the time went, in ms: decode and javascript are summed over the threads.
+  const split = { read: 0, framing: 0, decode: 0, javascript: 0, fold: 0 };
+  const t0 = now();
   // The whole file, in memory the workers share when there are any.
   const fd = openSync(file, 'r');
   const size = fstatSync(fd).size;
@@ -71,12 +84,13 @@ if (!isMainThread) {
     at += got;
   }
   closeSync(fd);
+  split.read = now() - t0;
   // Framing: the generator writes one record per line (`,` at its end but the last), behind
   // a prefix line, and `]` alone on the last line. A page holds whole records, spans at most
   // pageBytes from its first record's start to its last record's end, and at most
   // payloadBytes of records counting 4 bytes a record: runx's rules.
   let pos = buf.indexOf(10) + 1, pending = null, index = 0;
-  const nextPage = () => {
+  const frame = () => {
     if (pending === null && (pos >= size || buf[pos] === 93)) return null;
     const spans = [];
     let first = -1, payload = 0;
@@ -99,6 +113,12 @@ if (!isMainThread) {
     const eof = pending === null && (pos >= size || buf[pos] === 93);
     return { index: index++, eof, spans: Uint32Array.from(spans) };
   };
+  const nextPage = () => {
+    const t = now();
+    const p = frame();
+    split.framing += now() - t;
+    return p;
+  };
   // The state travels between calls as JSON, as it does between runx's calls.
   const carry = (s) => (s === null || s === undefined ? null : JSON.parse(JSON.stringify(s)));
   // runx prints an output with its keys sorted; so does this.
@@ -111,20 +131,30 @@ if (!isMainThread) {
   };
   let state = null, pages = 0, last = null;
   const fold = (p, result) => {
+    const t = now();
     last = foldPages({ runx_page: { page_index: p.index, eof: p.eof, state: carry(state), result } });
     state = last.runx_page.state;
     pages += 1;
+    split.fold += now() - t;
+  };
+  const mapped = (m) => {
+    split.decode += m.decode;
+    split.javascript += m.map;
+    return m.result;
   };
   if (mode === 'page') {
     for (let p; (p = nextPage()) !== null;) {
-      last = page({ runx_page: { page_index: p.index, eof: p.eof, state: carry(state), records: texts(buf, p.spans) } });
+      const t = now();
+      const records = texts(buf, p.spans);
+      const t1 = now();
+      last = page({ runx_page: { page_index: p.index, eof: p.eof, state: carry(state), records } });
       state = last.runx_page ? last.runx_page.state : null;
       pages += 1;
+      split.decode += t1 - t;
+      split.javascript += now() - t1;
     }
   } else if (workers.length === 0) {
-    for (let p; (p = nextPage()) !== null;) {
-      fold(p, mapPage({ runx_page: { page_index: p.index, eof: p.eof, records: texts(buf, p.spans) } }));
-    }
+    for (let p; (p = nextPage()) !== null;) fold(p, mapped(mapOne(buf, p)));
   } else {
     // Two pages in flight on each worker, so none waits for the main thread between pages;
     // results folded strictly in page order as they arrive.
@@ -144,7 +174,7 @@ if (!isMainThread) {
           ready.set(m.index, m);
           for (let r; (r = ready.get(folded)) !== undefined; folded++) {
             ready.delete(folded);
-            fold(r, r.result);
+            fold(r, mapped(r));
           }
           if (folded === total) resolve();
           else send(w);
@@ -153,9 +183,9 @@ if (!isMainThread) {
       for (let k = 0; k < 2; k++) for (const w of workers) send(w);
     });
   }
-  const ms = performance.now() - t0;
+  const ms = now() - t0;
   const { runx_page: _, ...output } = last;
-  console.log(JSON.stringify({ ms, start_ms: t0 - ts, pages, output: canonical(output) }));
+  console.log(JSON.stringify({ ms, start_ms: t0 - ts, pages, split, output: canonical(output) }));
   for (const w of workers) w.terminate();
 }
 "#;
@@ -182,6 +212,8 @@ pub struct NodeRun {
     /// Starting the worker threads, before `took` began.
     pub start: Duration,
     pub pages: u64,
+    /// Where the time went, as one line.
+    pub split: String,
     /// The output, keys sorted, as runx prints it.
     pub output: String,
 }
@@ -213,6 +245,7 @@ pub fn node_run(ws: &Path, page_bytes: usize, mode: NodeMode) -> Result<NodeRun,
         took: secs("ms"),
         start: secs("start_ms"),
         pages: v["pages"].as_u64().unwrap_or(0),
+        split: split_of(&v["split"], v["ms"].as_f64().unwrap_or(0.0)),
         output: v["output"].as_str().unwrap_or_default().to_string(),
     })
 }
@@ -230,4 +263,21 @@ pub fn node_pages(ws: &Path, page_bytes: usize, records: usize) -> Result<Vec<Du
         times.push(run.took);
     }
     Ok(times)
+}
+
+/// The script's `split` as `read 120 ms (7.1%), …`, in % of `wall_ms`.
+fn split_of(split: &serde_json::Value, wall_ms: f64) -> String {
+    let parts: Vec<String> = ["read", "framing", "decode", "javascript", "fold"]
+        .iter()
+        .map(|k| {
+            let v = split[*k].as_f64().unwrap_or(0.0);
+            let pct = if wall_ms > 0.0 {
+                100.0 * v / wall_ms
+            } else {
+                0.0
+            };
+            format!("{k} {v:.0} ms ({pct:.1}%)")
+        })
+        .collect();
+    format!("{} of {wall_ms:.0} ms", parts.join(", "))
 }

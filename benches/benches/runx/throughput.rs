@@ -2,13 +2,13 @@
 //! and Node.js, then the map/fold comparison and the memory of a child run.
 
 use crate::alone::Alone;
-use crate::common::{ROUNDS, RUNS, ms, page_label};
+use crate::common::{ROUNDS, RUNS, ms, page_label, split_line};
 use crate::map_fold::{self, MapFoldRow};
 use crate::memory::{Memory, child_memory};
 use crate::node::node_pages;
 use runx_runtime::Runtime;
 use runx_worker::{Pool, PoolConfig, WorkerCommand};
-use runx_workload::{Bench, PAGE_SIZES, TimeSplit, stats};
+use runx_workload::{Bench, PAGE_SIZES, stats};
 use std::path::Path;
 use std::time::Duration;
 
@@ -300,15 +300,6 @@ fn paged_cell(
         admission_percent: median.split.percent(median.split.admission_ms),
     };
     Some((cell, median.wall))
-}
-
-fn split_line(s: &TimeSplit) -> String {
-    let parts: Vec<String> = s
-        .parts()
-        .iter()
-        .map(|(name, v)| format!("{name} {:.0} ms ({:.1}%)", v, s.percent(*v)))
-        .collect();
-    format!("{} of {:.0} ms wall", parts.join(", "), s.wall_ms)
 }
 
 /// One run of the engine alone, if it still runs; a failure drops it from the cell.
