@@ -16,7 +16,8 @@ pub const PAGE_SIZES: [usize; 3] = [256 * 1024, 1024 * 1024, 4 * 1024 * 1024];
 pub const ARCHIVE_PREFIX: &str = "window.YTD.tweets.part0 = [\n";
 
 /// The parse-and-aggregate module used by every throughput workload: it parses every record
-/// and keeps a bounded aggregate. `trivial` is the latency probe.
+/// and keeps a bounded aggregate, returned whole on the last page so that runs (and Node.js)
+/// can be checked against each other by their output. `trivial` is the latency probe.
 pub const AGGREGATE_MODULE: &str = r#"
 export function page(inputs) {
   const p = inputs.runx_page;
@@ -26,7 +27,7 @@ export function page(inputs) {
     s.records += 1; s.likes += r.likes; if (r.sensitive) s.sensitive += 1;
     const k = r.user.length % 16; s.users[k] = (s.users[k] ?? 0) + 1;
   }
-  if (p.eof) return { runx_page: { state: s }, records: s.records, likes: s.likes };
+  if (p.eof) return { runx_page: { state: s }, records: s.records, likes: s.likes, sensitive: s.sensitive, users: s.users };
   return { runx_page: { state: s } };
 }
 // The same aggregate as a map/fold runner (a runx extension): each page aggregated on its own,
@@ -46,7 +47,7 @@ export function foldPages(inputs) {
   const r = p.result;
   s.records += r.records; s.likes += r.likes; s.sensitive += r.sensitive;
   for (const k in r.users) s.users[k] = (s.users[k] ?? 0) + r.users[k];
-  if (p.eof) return { runx_page: { state: s }, records: s.records, likes: s.likes };
+  if (p.eof) return { runx_page: { state: s }, records: s.records, likes: s.likes, sensitive: s.sensitive, users: s.users };
   return { runx_page: { state: s } };
 }
 export function trivial() { return { ok: true }; }
@@ -222,6 +223,8 @@ pub struct PagesRun {
     pub pages: u32,
     /// Records the module counted.
     pub records: u64,
+    /// The run's output (the aggregate), to check that runs agree.
+    pub output: Value,
     /// The receipt's split.
     pub split: TimeSplit,
     /// Peak memory of this process and its workers during the run.
@@ -289,6 +292,7 @@ impl Bench {
             wall,
             pages: artifact.page_count,
             records,
+            output,
             split: TimeSplit::from_timings(&artifact.timings),
             memory,
         })

@@ -132,6 +132,7 @@ impl Cell {
             "wall_ms": m.wall.as_secs_f64() * 1000.0,
             "mb_per_s": self.mb_per_s(m),
             "records_per_s": self.records as f64 / secs,
+            "output": m.output,
             "spread_mb_per_s": [
                 self.mb_per_s(&self.runs[self.runs.len() - 1]),
                 self.mb_per_s(&self.runs[0]),
@@ -243,10 +244,26 @@ fn measure(
                 pair.push((par, Some(n)));
             }
             let mut sequential_wall = None;
+            // Every run of the cell's runners must answer alike, or the ratio compares
+            // different work.
+            let mut answer: Option<Value> = None;
             for (rt, workers) in pair {
                 let mut runs = Vec::new();
                 for _ in 0..args.runs {
-                    runs.push(run_once(rt, &bench, size, page_bytes, workers.is_some())?);
+                    let run = run_once(rt, &bench, size, page_bytes, workers.is_some())?;
+                    match &answer {
+                        Some(first) if *first != run.output => {
+                            return Err(format!(
+                                "bench pages ({} archive, {} pages): the runs answered differently: {first} and {}",
+                                human(size),
+                                human(page_bytes),
+                                run.output
+                            ));
+                        }
+                        Some(_) => {}
+                        None => answer = Some(run.output.clone()),
+                    }
+                    runs.push(run);
                 }
                 runs.sort_by_key(|r| r.wall);
                 let wall = runs[runs.len() / 2].wall.as_secs_f64();

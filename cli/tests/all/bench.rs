@@ -117,6 +117,11 @@ fn bench_pages_parallel_runs_the_map_fold_runner_beside_the_sequential_one() {
     );
     assert_eq!(par["workers"], 2);
     assert_eq!(par["pages"], seq["pages"]);
+    // Both runners give the same answer, on the engine the suite runs on.
+    assert_eq!(par["output"], seq["output"]);
+    assert_eq!(seq["output"]["records"], seq["records"], "{seq}");
+    let engine = test_engine().unwrap_or_else(|| "quickjs".to_string());
+    assert_eq!(v["engine"], Value::from(engine));
     assert!(par["speedup"].as_f64().unwrap() > 0.0, "{par}");
     assert_eq!(seq["speedup"], Value::Null);
 }
