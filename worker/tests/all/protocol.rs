@@ -302,6 +302,48 @@ impl Engine for Recorder {
     }
 }
 
+/// An invoke frame of an empty module: a page of one record of run `page_run` when that is
+/// given, else a plain call, naming `call_run` as its own run.
+fn run_frame(
+    bundle: &ModuleBundle,
+    call_id: u64,
+    page_run: Option<u64>,
+    call_run: Option<u64>,
+) -> Vec<u8> {
+    let page = page_run.map(|run| PageLayout {
+        meta_len: 2,
+        record_count: 1,
+        blob_len: 1,
+        range: None,
+        keep_state: false,
+        state_from: None,
+        run: Some(run),
+    });
+    let header = Header::new(
+        call_id,
+        Message::Invoke {
+            bundle_digest: bundle.digest(),
+            bundle: Some(bundle.clone()),
+            export: None,
+            environment: Default::default(),
+            limits: Limits::default(),
+            input_len: 2,
+            probe: false,
+            run: call_run,
+            page,
+        },
+    );
+    let mut tail = b"{}".to_vec();
+    if page_run.is_some() {
+        tail.extend_from_slice(b"{}");
+        tail.extend_from_slice(&1u32.to_le_bytes());
+        tail.extend_from_slice(b"1");
+    }
+    let mut out = Vec::new();
+    write_frame(&mut out, &header.to_bytes(), &[&tail]).unwrap();
+    out
+}
+
 /// Only the next page of the run the worker's last call belonged to continues on what that
 /// call built (V8 keeps its isolate for it); a page of another run, a call without a page and
 /// a page after one of them start clean, and the worker prepares the clean start while idle
@@ -309,40 +351,7 @@ impl Engine for Recorder {
 #[test]
 fn only_the_next_page_of_the_same_run_continues() {
     let bundle = ModuleBundle::from_sources("main.mjs", [("main.mjs", "")]);
-    let frame = |call_id: u64, run: Option<u64>| {
-        let page = run.map(|run| PageLayout {
-            meta_len: 2,
-            record_count: 1,
-            blob_len: 1,
-            range: None,
-            keep_state: false,
-            state_from: None,
-            run: Some(run),
-        });
-        let header = Header::new(
-            call_id,
-            Message::Invoke {
-                bundle_digest: bundle.digest(),
-                bundle: Some(bundle.clone()),
-                export: None,
-                environment: Default::default(),
-                limits: Limits::default(),
-                input_len: 2,
-                probe: false,
-                run: None,
-                page,
-            },
-        );
-        let mut tail = b"{}".to_vec();
-        if run.is_some() {
-            tail.extend_from_slice(b"{}");
-            tail.extend_from_slice(&1u32.to_le_bytes());
-            tail.extend_from_slice(b"1");
-        }
-        let mut out = Vec::new();
-        write_frame(&mut out, &header.to_bytes(), &[&tail]).unwrap();
-        out
-    };
+    let frame = |call_id: u64, run: Option<u64>| run_frame(&bundle, call_id, run, None);
     let mut input = Vec::new();
     for (id, run) in [
         (1, Some(7)),
@@ -378,41 +387,6 @@ fn only_the_next_page_of_the_same_run_continues() {
 #[test]
 fn a_fold_of_the_run_continues_it_between_its_pages() {
     let bundle = ModuleBundle::from_sources("main.mjs", [("main.mjs", "")]);
-    // (call id, the page's run, the call's own run)
-    let frame = |call_id: u64, page_run: Option<u64>, call_run: Option<u64>| {
-        let page = page_run.map(|run| PageLayout {
-            meta_len: 2,
-            record_count: 1,
-            blob_len: 1,
-            range: None,
-            keep_state: false,
-            state_from: None,
-            run: Some(run),
-        });
-        let header = Header::new(
-            call_id,
-            Message::Invoke {
-                bundle_digest: bundle.digest(),
-                bundle: Some(bundle.clone()),
-                export: None,
-                environment: Default::default(),
-                limits: Limits::default(),
-                input_len: 2,
-                probe: false,
-                run: call_run,
-                page,
-            },
-        );
-        let mut tail = b"{}".to_vec();
-        if page_run.is_some() {
-            tail.extend_from_slice(b"{}");
-            tail.extend_from_slice(&1u32.to_le_bytes());
-            tail.extend_from_slice(b"1");
-        }
-        let mut out = Vec::new();
-        write_frame(&mut out, &header.to_bytes(), &[&tail]).unwrap();
-        out
-    };
     let mut input = Vec::new();
     for (id, page_run, call_run) in [
         (1, Some(7), None),
@@ -421,7 +395,7 @@ fn a_fold_of_the_run_continues_it_between_its_pages() {
         (4, None, Some(9)),
         (5, Some(7), None),
     ] {
-        input.extend(frame(id, page_run, call_run));
+        input.extend(run_frame(&bundle, id, page_run, call_run));
     }
     let mut engine = Recorder::default();
     let mut out = Vec::new();
