@@ -417,13 +417,7 @@ fn ctrl_c_kills_the_workers() {
         }
     }
     assert!(!workers.is_empty(), "no worker started");
-    nix::sys::signal::kill(
-        nix::unistd::Pid::from_raw(parent as i32),
-        nix::sys::signal::Signal::SIGINT,
-    )
-    .unwrap();
-    let out = child.wait_with_output().unwrap();
-    assert_eq!(out.status.code(), Some(130));
+    let out = interrupt(child);
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["error"]["kind"], "interrupted");
     // The receipt closes the run as killed.
@@ -474,13 +468,7 @@ fn ctrl_c_while_the_worker_starts_ahead_leaves_none() {
             workers = children_of(parent);
         }
         assert!(!workers.is_empty(), "no worker started");
-        nix::sys::signal::kill(
-            nix::unistd::Pid::from_raw(parent as i32),
-            nix::sys::signal::Signal::SIGINT,
-        )
-        .unwrap();
-        let out = child.wait_with_output().unwrap();
-        assert_eq!(out.status.code(), Some(130));
+        interrupt(child);
         for pid in workers {
             assert!(
                 !Path::new(&format!("/proc/{pid}")).exists(),

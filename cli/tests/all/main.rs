@@ -100,6 +100,18 @@ pub fn evidence(receipt: &Value) -> &Value {
 /// Direct children of `pid`: the benchmarks' lookup, which the memory sampler uses too.
 pub use runx_workload::children_of;
 
+/// Sends runx (`child`) SIGINT, as Ctrl-C does, and waits for it: it must exit 130.
+pub fn interrupt(child: std::process::Child) -> Output {
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(child.id() as i32),
+        nix::sys::signal::Signal::SIGINT,
+    )
+    .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(130));
+    out
+}
+
 /// A scratch workspace with a copy of one fixture package in `pkg/`.
 pub fn workspace_with(package: &str) -> (tempfile::TempDir, PathBuf) {
     let ws = tempfile::tempdir().unwrap();

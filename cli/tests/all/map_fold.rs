@@ -329,13 +329,7 @@ fn a_cancelled_map_fold_run_leaves_no_worker() {
         std::thread::sleep(Duration::from_millis(10));
     };
     std::thread::sleep(Duration::from_millis(150));
-    nix::sys::signal::kill(
-        nix::unistd::Pid::from_raw(parent as i32),
-        nix::sys::signal::Signal::SIGINT,
-    )
-    .unwrap();
-    let out = child.wait_with_output().unwrap();
-    assert_eq!(out.status.code(), Some(130));
+    let out = interrupt(child);
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["error"]["kind"], "interrupted", "{v}");
     let gone = |pid: &u32| {
