@@ -505,7 +505,7 @@ fn check_schema(schema: &Value, value: &Value) -> Result<(), SchemaFailure> {
             more += 1;
             continue;
         }
-        let at = error.instance_path.as_str();
+        let at = error.instance_path().as_str();
         let at = if at.is_empty() { "the value" } else { at };
         parts.push(format!("at {at}: {}", truncate(&error.to_string())));
     }

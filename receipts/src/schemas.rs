@@ -59,7 +59,7 @@ pub fn schema_errors(doc: &Value) -> Result<(), String> {
         .iter_errors(doc)
         .take(MAX_SCHEMA_ERRORS)
         .map(|e| {
-            let at = e.instance_path.as_str();
+            let at = e.instance_path().as_str();
             let at = if at.is_empty() { "the receipt" } else { at };
             format!("at {}: {}", printable(at), printable(&e.to_string()))
         })
