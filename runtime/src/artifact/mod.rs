@@ -41,11 +41,17 @@ pub use error::AdmissionError;
 use open::open_contained;
 use pipeline::{Failure, Pass, Progress, Stamp};
 use runx_profile::ARTIFACT_BYTES;
+use runx_worker::CancelToken;
 use std::io;
 use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
+
+/// How long a wait on admission lasts before it looks at its caller's cancellation again
+/// ([`Artifact::filled_unless`], [`Artifact::digest_unless`]): an interrupted run stops
+/// waiting within it.
+pub(crate) const CANCEL_PATIENCE: Duration = Duration::from_millis(20);
 
 /// An admitted snapshot. Changes to the source file after admission do not reach it: the
 /// snapshot is an unlinked temporary file only this process holds, written from the very
@@ -118,6 +124,38 @@ impl Artifact {
             .wait(patience, |p| p.digest().is_some())
             .map_err(|f| self.error(&f))?;
         Ok(ready.then(|| self.progress.digest()).flatten())
+    }
+
+    /// Waits for the snapshot's first `end` bytes (or all of it) to be written, and returns
+    /// [`Artifact::data`]; `None` once `cancel` is set, which is looked at every
+    /// [`CANCEL_PATIENCE`].
+    pub fn filled_unless(
+        &self,
+        end: usize,
+        cancel: &CancelToken,
+    ) -> Result<Option<&[u8]>, AdmissionError> {
+        self.unless(cancel, |a| a.wait_filled(end, CANCEL_PATIENCE))
+    }
+
+    /// Waits for the whole digest ([`Artifact::wait_digest`]); `None` once `cancel` is set,
+    /// which is looked at every [`CANCEL_PATIENCE`].
+    pub fn digest_unless(&self, cancel: &CancelToken) -> Result<Option<&str>, AdmissionError> {
+        self.unless(cancel, |a| a.wait_digest(CANCEL_PATIENCE))
+    }
+
+    /// Repeats `wait` (a wait of [`CANCEL_PATIENCE`] at most) until it gives something or
+    /// `cancel` is set.
+    fn unless<'a, T>(
+        &'a self,
+        cancel: &CancelToken,
+        wait: impl Fn(&'a Artifact) -> Result<Option<T>, AdmissionError>,
+    ) -> Result<Option<T>, AdmissionError> {
+        while !cancel.is_cancelled() {
+            if let Some(ready) = wait(self)? {
+                return Ok(Some(ready));
+            }
+        }
+        Ok(None)
     }
 
     /// The whole digest, waiting for the admission pass as long as it takes.

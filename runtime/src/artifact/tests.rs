@@ -53,6 +53,25 @@ fn the_snapshot_fills_in_order_and_its_digest_comes_once_it_is_whole() {
 }
 
 #[test]
+fn a_cancelled_wait_gives_up_and_an_uncancelled_one_gets_its_bytes() {
+    let dir = tempfile::tempdir().unwrap();
+    let body = chunky(4);
+    std::fs::write(dir.path().join("w.bin"), &body).unwrap();
+    let a = admit("w.bin", dir.path(), "test").unwrap();
+    // A run interrupted before (or while) it waits stops waiting, whatever admission does.
+    let cancelled = CancelToken::new();
+    cancelled.cancel();
+    assert_eq!(a.digest_unless(&cancelled).unwrap(), None);
+    assert_eq!(a.filled_unless(body.len(), &cancelled).unwrap(), None);
+    // One that goes on waits as long as admission takes, and gets what it waited for.
+    let running = CancelToken::new();
+    let written = a.filled_unless(body.len(), &running).unwrap();
+    assert_eq!(written, Some(&body[..]));
+    let digest = a.digest_unless(&running).unwrap();
+    assert_eq!(digest, Some(runx_receipts::sha256_hex(&body).as_str()));
+}
+
+#[test]
 fn a_source_that_shrinks_while_it_is_read_fails_admission() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("d.bin");

@@ -23,8 +23,6 @@ use std::time::Instant;
 const META_RESERVE: usize = 16 * 1024;
 /// Bytes of offset table per record in the transport.
 const PER_RECORD_OVERHEAD: usize = 4;
-/// How long a page waits on admission at a time before it looks at the run's cancellation.
-const DIGEST_PATIENCE: std::time::Duration = std::time::Duration::from_millis(20);
 
 /// The framing budget of a page of `pages` in a call under `limits` whose other inputs take
 /// `base_bytes`: the records get what the call's input allows once the other inputs, the page
@@ -113,15 +111,10 @@ impl PageLoop<'_> {
         let Some(mut prepared) = framed? else {
             return Ok(None);
         };
-        let digest = loop {
-            if self.cancel.is_cancelled() {
-                return Err(Unframed::Run(RunError::interrupted()));
-            }
-            match self.artifact.wait_digest(DIGEST_PATIENCE) {
-                Ok(Some(digest)) => break digest,
-                Ok(None) => {}
-                Err(e) => return Err(Unframed::Run(e.into())),
-            }
+        let digest = match self.artifact.digest_unless(self.cancel) {
+            Ok(Some(digest)) => digest,
+            Ok(None) => return Err(Unframed::Run(RunError::interrupted())),
+            Err(e) => return Err(Unframed::Run(e.into())),
         };
         let meta = &mut prepared.meta_prefix;
         meta.push_str(",\"whole_digest\":");

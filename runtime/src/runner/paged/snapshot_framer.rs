@@ -5,20 +5,17 @@ use crate::artifact::Artifact;
 use crate::failure::RunError;
 use crate::framing::{Framer, Page, PageBudget};
 use runx_worker::CancelToken;
-use std::time::Duration;
 
 /// Bytes of the snapshot framing waits to have written past the start of the next page,
 /// beyond two pages: the scan of the record after a page needs a little of what follows.
 const FILL_SLACK: usize = 1 << 20;
 
-/// How long framing waits on admission at a time before it looks at the run's cancellation.
-const PATIENCE: Duration = Duration::from_millis(20);
-
 /// The framer over a snapshot whose admission goes on while pages are framed: before each
 /// page it waits for the written part to reach a little past where the page can end, and
 /// frames from what is written ([`Framer::next_page_from`]); when that cannot settle the
 /// page, it waits for twice as much. Pages never wait for more of the snapshot than they
-/// cover. An interrupted run stops waiting within [`PATIENCE`].
+/// cover. An interrupted run stops waiting within
+/// [`CANCEL_PATIENCE`](crate::artifact::CANCEL_PATIENCE).
 pub(super) struct SnapshotFramer<'a> {
     artifact: &'a Artifact,
     cancel: &'a CancelToken,
@@ -44,16 +41,13 @@ impl<'a> SnapshotFramer<'a> {
             .saturating_mul(2)
             .saturating_add(FILL_SLACK);
         loop {
-            if self.cancel.is_cancelled() {
-                return Err(Unframed::Run(RunError::interrupted()));
-            }
             let start = self.framer.as_ref().map_or(0, Framer::offset);
             let Some(written) = self
                 .artifact
-                .wait_filled(start.saturating_add(ahead), PATIENCE)
+                .filled_unless(start.saturating_add(ahead), self.cancel)
                 .map_err(|e| Unframed::Run(e.into()))?
             else {
-                continue;
+                return Err(Unframed::Run(RunError::interrupted()));
             };
             let whole = written.len() >= total;
             let framed = match &mut self.framer {
