@@ -2,7 +2,8 @@
 //! accept), which builds no values.
 //!
 //! The framer asks it first where a record ends ([`value_end`]): for a valid record that is
-//! the whole job, one pass. Otherwise the framer's scanner finds the end and bounds the
+//! the whole job, one pass, UTF-8 included (only a string can hold a byte above 0x7F, so the
+//! check of each string's non-ASCII runs covers the record). Otherwise the framer's scanner finds the end and bounds the
 //! nesting, and [`validate`] checks the bytes in between for the error. It replaced a
 //! `serde_json` pass (`IgnoredAny`); property tests keep it in agreement with `serde_json` and
 //! the one pass in agreement with the scan.
@@ -17,12 +18,17 @@ pub(crate) const MAX_SCAN_DEPTH: usize = 1024;
 /// Where and why a record is not JSON: a byte offset within the record and what was expected.
 pub(super) type Invalid = (usize, &'static str);
 
-/// Bytes that end the fast run through a string body: the quote, the backslash, and the
-/// control characters JSON forbids there.
+/// Bytes that end the fast run through a string body: the quote, the backslash, the control
+/// characters JSON forbids there, and every non-ASCII byte (its UTF-8 is checked apart).
 const STRING_STOP: [bool; 256] = {
     let mut t = [false; 256];
     let mut i = 0;
     while i < 0x20 {
+        t[i] = true;
+        i += 1;
+    }
+    let mut i = 0x80;
+    while i < 0x100 {
         t[i] = true;
         i += 1;
     }
@@ -93,8 +99,8 @@ pub(super) fn validate(b: &[u8]) -> Result<(), Invalid> {
 /// byte after it, inside `src`, is whitespace, `,` or `]`: then it is the end the framer's
 /// scan finds, and [`validate`] accepts the bytes in between. `None` otherwise, whatever the
 /// reason (invalid, cut off by the end of `src`, or followed by something else), and the
-/// framer takes its slower path, which tells those cases apart. One pass where the scan and
-/// the check were two; the bytes still have to be valid UTF-8, which this does not check.
+/// framer takes its slower path, which tells those cases apart. One pass where the scan, the
+/// check and a UTF-8 check were three: a value it accepts is valid UTF-8 too.
 pub(super) fn value_end(src: &[u8], start: usize) -> Option<usize> {
     let end = value(src, start).ok()?;
     matches!(
@@ -207,14 +213,15 @@ fn string(b: &[u8], mut i: usize) -> Result<usize, Invalid> {
         match b.get(i) {
             Some(b'"') => return Ok(i + 1),
             Some(b'\\') => i = escape(b, i)?,
+            Some(0x80..) => i = non_ascii(b, i)?,
             Some(_) => return Err((i, "control character in a string")),
             None => return Err((i, "the record ended inside a string")),
         }
     }
 }
 
-/// Whether any byte of `word` is one of [`STRING_STOP`]: below 0x20, `"` or `\`. Exact as a
-/// yes or no, which is all the caller asks; it then finds the byte one at a time.
+/// Whether any byte of `word` is one of [`STRING_STOP`]: below 0x20, `"`, `\` or above 0x7F.
+/// Exact as a yes or no, which is all the caller asks; it then finds the byte one at a time.
 #[inline]
 fn stops_run(word: u64) -> bool {
     const ONES: u64 = 0x0101_0101_0101_0101;
@@ -224,7 +231,19 @@ fn stops_run(word: u64) -> bool {
     let below = |x: u64, n: u64| x.wrapping_sub(ONES * n) & !x & HIGH;
     let quote = word ^ (ONES * u64::from(b'"'));
     let backslash = word ^ (ONES * u64::from(b'\\'));
-    (below(word, 0x20) | below(quote, 1) | below(backslash, 1)) != 0
+    (below(word, 0x20) | below(quote, 1) | below(backslash, 1) | (word & HIGH)) != 0
+}
+
+/// The run of non-ASCII bytes starting at `i` in a string; returns the index after it. Every
+/// byte of a multi-byte UTF-8 sequence is above 0x7F, so the string is valid UTF-8 exactly when
+/// each such run is, on its own.
+fn non_ascii(b: &[u8], i: usize) -> Result<usize, Invalid> {
+    let run = b.get(i..).unwrap_or_default();
+    let len = run.iter().position(u8::is_ascii).unwrap_or(run.len());
+    match std::str::from_utf8(&run[..len]) {
+        Ok(_) => Ok(i + len),
+        Err(e) => Err((i + e.valid_up_to(), "invalid UTF-8 in a string")),
+    }
 }
 
 /// An escape starting with the backslash at `i`; returns the index after it.
@@ -386,6 +405,8 @@ mod tests {
                     }
                     b
                 }),
+            // Strings of any characters, non-ASCII among them.
+            "\\PC{0,6}".prop_map(|s| format!("[\"{s}\", {{\"{s}\": \"é{s}☕\"}}]").into_bytes()),
         ]
     }
 

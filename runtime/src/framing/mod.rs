@@ -387,14 +387,12 @@ impl<'a> Framer<'a> {
     /// Finds the end (exclusive) of the record starting at `start`, and whether the
     /// record is already known to be valid.
     ///
-    /// A valid record is found and checked in one pass ([`json::value_end`] and a UTF-8
-    /// check); anything else takes the scan below, and is validated once it is known to
+    /// A valid record is found and checked, UTF-8 included, in one pass
+    /// ([`json::value_end`]); anything else takes the scan below, and is validated once it is known to
     /// belong to a page ([`validate_record`]), so errors are the scan's and the
     /// validator's as ever. Both ways find the same end for a valid record.
     fn find_record(&mut self, start: usize, page: u32) -> Result<(usize, bool), FramingError> {
-        if let Some(end) = json::value_end(self.src, start)
-            && std::str::from_utf8(&self.src[start..end]).is_ok()
-        {
+        if let Some(end) = json::value_end(self.src, start) {
             return Ok((end, true));
         }
         self.scan_record(start, page).map(|end| (end, false))
