@@ -3,8 +3,9 @@
 //!
 //! The framer asks it first where a record ends ([`value_end`]): for a valid record that is
 //! the whole job, one pass, UTF-8 included (only a string can hold a byte above 0x7F, so the
-//! check of each string's non-ASCII runs covers the record). Otherwise the framer's scanner finds the end and bounds the
-//! nesting, and [`validate`] checks the bytes in between for the error. It replaced a
+//! check of each string's non-ASCII runs covers the record). Otherwise the framer's scanner
+//! finds the end and bounds the nesting, and [`validate`] checks the bytes in between for the
+//! error. It replaced a
 //! `serde_json` pass (`IgnoredAny`); property tests keep it in agreement with `serde_json` and
 //! the one pass in agreement with the scan.
 

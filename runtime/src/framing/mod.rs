@@ -388,8 +388,8 @@ impl<'a> Framer<'a> {
     /// record is already known to be valid.
     ///
     /// A valid record is found and checked, UTF-8 included, in one pass
-    /// ([`json::value_end`]); anything else takes the scan below, and is validated once it is known to
-    /// belong to a page ([`validate_record`]), so errors are the scan's and the
+    /// ([`json::value_end`]); anything else takes the scan below, and is validated once it is
+    /// known to belong to a page ([`validate_record`]), so errors are the scan's and the
     /// validator's as ever. Both ways find the same end for a valid record.
     fn find_record(&mut self, start: usize, page: u32) -> Result<(usize, bool), FramingError> {
         if let Some(end) = json::value_end(self.src, start) {
