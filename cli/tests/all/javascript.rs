@@ -407,16 +407,11 @@ fn ctrl_c_kills_the_workers() {
         .spawn()
         .unwrap();
     // Wait for the worker to appear as a child of runx.
-    let parent = child.id();
-    let mut workers = Vec::new();
-    for _ in 0..100 {
-        std::thread::sleep(std::time::Duration::from_millis(20));
-        workers = children_of(parent);
-        if !workers.is_empty() {
-            break;
-        }
-    }
-    assert!(!workers.is_empty(), "no worker started");
+    let workers = workers_of(
+        child.id(),
+        std::time::Duration::from_secs(2),
+        std::time::Duration::from_millis(20),
+    );
     let out = interrupt(child);
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["error"]["kind"], "interrupted");
@@ -461,13 +456,12 @@ fn ctrl_c_while_the_worker_starts_ahead_leaves_none() {
             .stderr(Stdio::null())
             .spawn()
             .unwrap();
-        let parent = child.id();
-        let mut workers = Vec::new();
-        let started = std::time::Instant::now();
-        while workers.is_empty() && started.elapsed() < std::time::Duration::from_secs(5) {
-            workers = children_of(parent);
-        }
-        assert!(!workers.is_empty(), "no worker started");
+        // Looked for without a pause, to interrupt it while it is still starting.
+        let workers = workers_of(
+            child.id(),
+            std::time::Duration::from_secs(5),
+            std::time::Duration::ZERO,
+        );
         interrupt(child);
         for pid in workers {
             assert!(

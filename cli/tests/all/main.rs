@@ -100,6 +100,24 @@ pub fn evidence(receipt: &Value) -> &Value {
 /// Direct children of `pid`: the benchmarks' lookup, which the memory sampler uses too.
 pub use runx_workload::children_of;
 
+/// The workers runx (`runx_pid`) has started, once it has one: looked for every `poll`, for
+/// at most `within` (then the test fails).
+pub fn workers_of(
+    runx_pid: u32,
+    within: std::time::Duration,
+    poll: std::time::Duration,
+) -> Vec<u32> {
+    let started = std::time::Instant::now();
+    loop {
+        let workers = children_of(runx_pid);
+        if !workers.is_empty() {
+            return workers;
+        }
+        assert!(started.elapsed() < within, "no worker started");
+        std::thread::sleep(poll);
+    }
+}
+
 /// Sends runx (`child`) SIGINT, as Ctrl-C does, and waits for it: it must exit 130.
 pub fn interrupt(child: std::process::Child) -> Output {
     nix::sys::signal::kill(

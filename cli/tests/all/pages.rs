@@ -259,17 +259,11 @@ fn a_worker_lost_while_pages_go_ahead_costs_nothing_but_time() {
         .spawn()
         .unwrap();
     let runx_pid = child.id();
-    let start = std::time::Instant::now();
-    let worker = loop {
-        if let Some(&w) = children_of(runx_pid).first() {
-            break w;
-        }
-        assert!(
-            start.elapsed() < std::time::Duration::from_secs(10),
-            "no worker"
-        );
-        std::thread::sleep(std::time::Duration::from_millis(5));
-    };
+    let worker = workers_of(
+        runx_pid,
+        std::time::Duration::from_secs(10),
+        std::time::Duration::from_millis(5),
+    )[0];
     // A few pages in.
     std::thread::sleep(std::time::Duration::from_millis(200));
     let running = child.try_wait().unwrap().is_none();

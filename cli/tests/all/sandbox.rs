@@ -309,17 +309,12 @@ fn the_worker_of_a_run_is_confined() {
         .spawn()
         .unwrap();
     drop(leaked);
-    let runx_pid = child.id();
-    let mut worker = None;
-    for _ in 0..100 {
-        std::thread::sleep(std::time::Duration::from_millis(20));
-        worker = children_of(runx_pid).into_iter().next();
-        if worker.is_some() {
-            std::thread::sleep(std::time::Duration::from_millis(200));
-            break;
-        }
-    }
-    let pid = worker.expect("the run's worker process");
+    let pid = workers_of(
+        child.id(),
+        std::time::Duration::from_secs(2),
+        std::time::Duration::from_millis(20),
+    )[0];
+    std::thread::sleep(std::time::Duration::from_millis(200));
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
     let fds: Vec<std::path::PathBuf> = std::fs::read_dir(format!("/proc/{pid}/fd"))
         .unwrap()

@@ -62,21 +62,6 @@ fn wait_for_pid(file: &Path) -> i32 {
     }
 }
 
-/// The workers runx `runx_pid` has started, waiting for the first (within 10 s of `start`).
-fn workers_of(runx_pid: i32, start: Instant) -> Vec<u32> {
-    loop {
-        let w = children_of(runx_pid as u32);
-        if !w.is_empty() {
-            return w;
-        }
-        assert!(
-            start.elapsed() < Duration::from_secs(10),
-            "no worker started"
-        );
-        std::thread::sleep(Duration::from_millis(10));
-    }
-}
-
 /// Whether `pid` is gone (or a zombie nobody has reaped yet), waiting up to `within`.
 fn dies_within(pid: i32, within: Duration) -> bool {
     let start = Instant::now();
@@ -279,7 +264,11 @@ fn sigterm_stops_a_busy_javascript_call() {
     let child = spawn_runx(ws.path(), &["skill", "pkg", "--json"], &[]);
     let runx_pid = child.id() as i32;
     let start = Instant::now();
-    let workers = workers_of(runx_pid, start);
+    let workers = workers_of(
+        child.id(),
+        Duration::from_secs(10),
+        Duration::from_millis(10),
+    );
     std::thread::sleep(Duration::from_millis(200));
     kill(Pid::from_raw(runx_pid), Signal::SIGTERM).unwrap();
     let out = child.wait_with_output().unwrap();
@@ -350,9 +339,11 @@ fn a_sigkilled_runx_takes_its_children_along() {
     }
 
     let mut child = spawn_runx(ws.path(), &["skill", "js"], &[]);
-    let runx_pid = child.id() as i32;
-    let start = Instant::now();
-    let workers = workers_of(runx_pid, start);
+    let workers = workers_of(
+        child.id(),
+        Duration::from_secs(10),
+        Duration::from_millis(10),
+    );
     std::thread::sleep(Duration::from_millis(200));
     child.kill().unwrap();
     child.wait().unwrap();
