@@ -7,6 +7,7 @@
 //! |---|---|
 //! | `pages` | the archive generator, the module, the package and one measured run ([`Bench`]) |
 //! | `memory` | memory as the kernel accounts it, sampled while a run goes ([`Sampler`]) |
+//! | `cpu` | the CPU time of a process and its workers over a run ([`CpuClock`]) |
 //! | `procfs` | status fields and children of a process, from `/proc` |
 //! | `stats` | percentiles and the growth exponent of a series |
 //!
@@ -24,11 +25,13 @@
 //! ```
 #![forbid(unsafe_code)]
 
+mod cpu;
 mod memory;
 mod pages;
 mod procfs;
 mod stats;
 
+pub use cpu::{CpuClock, StatTimes, stat_times};
 pub use memory::{
     Peaks, Resident, Sampler, new_file_writes, resident_of, resident_of_tree, system_shmem_kib,
 };

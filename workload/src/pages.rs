@@ -229,6 +229,15 @@ pub struct PagesRun {
     pub split: TimeSplit,
     /// Peak memory of this process and its workers during the run.
     pub memory: crate::memory::Peaks,
+    /// CPU time of this process and its workers during the run (`None` without `/proc`).
+    pub cpu: Option<Duration>,
+}
+
+impl PagesRun {
+    /// CPUs the run kept busy on average: its CPU time over its wall.
+    pub fn cpus_used(&self) -> Option<f64> {
+        Some(self.cpu?.as_secs_f64() / self.wall.as_secs_f64().max(1e-9))
+    }
 }
 
 /// Where [`Bench::run_pages`] finds its package and archive.
@@ -278,9 +287,11 @@ impl Bench {
         req.receipt_dir = Some(self.workspace.join("receipts"));
         req.progress = progress;
         let sampler = crate::memory::Sampler::start(std::process::id(), Duration::from_millis(10));
+        let clock = crate::cpu::CpuClock::start(std::process::id());
         let started = Instant::now();
         let out = rt.run(&req);
         let wall = started.elapsed();
+        let cpu = clock.stop();
         let memory = sampler.finish();
         if let Some(p) = &out.receipt_path {
             let _ = std::fs::remove_file(p);
@@ -295,6 +306,7 @@ impl Bench {
             output,
             split: TimeSplit::from_timings(&artifact.timings),
             memory,
+            cpu,
         })
     }
 }

@@ -37,6 +37,8 @@ struct Variant<'a> {
     starts: Vec<Duration>,
     /// Where each round's time went, as one line.
     splits: Vec<String>,
+    /// runx: the CPU time of runx and its workers, per round.
+    cpus: Vec<Option<Duration>>,
 }
 
 /// One run's answer.
@@ -45,6 +47,8 @@ struct Outcome {
     start: Duration,
     pages: u64,
     split: String,
+    /// runx: the CPU time of runx and its workers during the run.
+    cpu: Option<Duration>,
     /// The output, keys sorted (serde_json's form; the Node.js script writes the same form).
     output: String,
 }
@@ -64,6 +68,7 @@ impl Variant<'_> {
                     start: Duration::ZERO,
                     pages: u64::from(run.pages),
                     split: split_line(&run.split),
+                    cpu: run.cpu,
                     output: serde_json::to_string(&run.output).map_err(|e| e.to_string())?,
                 })
             }
@@ -74,6 +79,7 @@ impl Variant<'_> {
                     start: run.start,
                     pages: run.pages,
                     split: run.split,
+                    cpu: None,
                     output: run.output,
                 })
             }
@@ -114,6 +120,8 @@ pub struct EngineRow {
     pub map_fold: f64,
     /// Map/fold over sequential.
     pub speedup: f64,
+    /// The most `speedup` could be with map/fold's CPU time spread over every core.
+    pub bound: Option<f64>,
     /// Map/fold over Node.js's worker_threads.
     pub vs_node: Option<f64>,
 }
@@ -176,6 +184,7 @@ pub fn compare(setup: &Setup<'_>) -> Option<MapFoldRow> {
                 times: Vec::new(),
                 starts: Vec::new(),
                 splits: Vec::new(),
+                cpus: Vec::new(),
             });
         }
     }
@@ -200,6 +209,7 @@ pub fn compare(setup: &Setup<'_>) -> Option<MapFoldRow> {
                 times: Vec::new(),
                 starts: Vec::new(),
                 splits: Vec::new(),
+                cpus: Vec::new(),
             });
         }
     }
@@ -236,6 +246,7 @@ pub fn compare(setup: &Setup<'_>) -> Option<MapFoldRow> {
             variants[i].times.push(out.took);
             variants[i].starts.push(out.start);
             variants[i].splits.push(out.split);
+            variants[i].cpus.push(out.cpu);
         }
     }
     let load_after = load_average();
@@ -262,7 +273,14 @@ pub fn compare(setup: &Setup<'_>) -> Option<MapFoldRow> {
             mb / t[0].as_secs_f64(),
         );
         if let Some(split) = v.splits.get(v.median_round()) {
-            println!("      split of the median run: {split}");
+            let cpus = match v.cpus.get(v.median_round()).copied().flatten() {
+                Some(cpu) => format!(
+                    "; CPUs used {:.2}",
+                    cpu.as_secs_f64() / v.median().as_secs_f64().max(1e-9)
+                ),
+                None => String::new(),
+            };
+            println!("      split of the median run: {split}{cpus}");
         }
     }
     framer_line(&setup.bench.workspace.join(&setup.bench.archive), mb);
@@ -283,12 +301,26 @@ pub fn compare(setup: &Setup<'_>) -> Option<MapFoldRow> {
     let node_base = setup.engines.len() * 2;
     let node_threads = setup.node.map(|_| node_base + 2);
     let mut engines = Vec::new();
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get()) as f64;
+    // The most map/fold could gain over sequential in a round if its CPU time were spread
+    // evenly over every core: the sequential run's wall over the map/fold run's CPU per core.
+    let bound = |seq: usize, par: usize| -> Option<f64> {
+        let mut b: Vec<f64> = variants[seq]
+            .times
+            .iter()
+            .zip(&variants[par].cpus)
+            .map(|(t, cpu)| Some(t.as_secs_f64() * cores / cpu.as_ref()?.as_secs_f64()))
+            .collect::<Option<_>>()?;
+        b.sort_by(f64::total_cmp);
+        b.get(b.len() / 2).copied()
+    };
     for (e, name) in setup.engines.iter().enumerate() {
         let (seq, par) = (2 * e, 2 * e + 1);
         let vs_node = node_threads.map(|t| paired(par, t));
         println!(
-            "    {name}: map/fold / sequential {:.2}x; map/fold / Node.js worker_threads {}x (medians of ratios paired by round)",
+            "    {name}: map/fold / sequential {:.2}x (its CPU time spread over {cores} cores allows at most {}x); map/fold / Node.js worker_threads {}x (medians of ratios paired by round)",
             paired(par, seq),
+            num_ratio(bound(seq, par)),
             num_ratio(vs_node)
         );
         engines.push(EngineRow {
@@ -296,6 +328,7 @@ pub fn compare(setup: &Setup<'_>) -> Option<MapFoldRow> {
             sequential: rate(seq),
             map_fold: rate(par),
             speedup: paired(par, seq),
+            bound: bound(seq, par),
             vs_node,
         });
     }
@@ -354,20 +387,21 @@ pub fn summary(rows: &[(u64, &MapFoldRow)], node: Option<&str>) {
     }
     let node = node.unwrap_or("(absent)");
     println!(
-        "\n| archive | pages | workers | engine | sequential MB/s | map/fold MB/s | map/fold / sequential | Node.js {node} one thread MB/s | Node.js map/fold one thread MB/s | Node.js worker_threads MB/s | Node.js worker_threads / one thread | runx map/fold / Node.js worker_threads | load average (1 min) before → after |"
+        "\n| archive | pages | workers | engine | sequential MB/s | map/fold MB/s | map/fold / sequential | at most, with its CPU time on every core | Node.js {node} one thread MB/s | Node.js map/fold one thread MB/s | Node.js worker_threads MB/s | Node.js worker_threads / one thread | runx map/fold / Node.js worker_threads | load average (1 min) before → after |"
     );
-    println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|");
+    println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|");
     let num = |v: Option<f64>| v.map_or("–".to_string(), |v| format!("{v:.1}"));
     for (size, r) in rows {
         for e in &r.engines {
             println!(
-                "| {size} MiB | {} | {} | {} | {:.1} | {:.1} | {:.2}x | {} | {} | {} | {} | {} | {:.2} → {:.2} |",
+                "| {size} MiB | {} | {} | {} | {:.1} | {:.1} | {:.2}x | {}x | {} | {} | {} | {} | {} | {:.2} → {:.2} |",
                 r.pages,
                 r.workers,
                 e.name,
                 e.sequential,
                 e.map_fold,
                 e.speedup,
+                num_ratio(e.bound),
                 num(r.node.map(|n| n.page)),
                 num(r.node.map(|n| n.map_fold)),
                 num(r.node.map(|n| n.threads)),

@@ -98,6 +98,9 @@ struct Cell {
     runs: Vec<PagesRun>,
     /// For a map/fold cell: the sequential cell's median wall over its own.
     speedup: Option<f64>,
+    /// For a map/fold cell: the most `speedup` could be with the CPU time its median run
+    /// used, spread evenly over the machine's cores.
+    speedup_bound: Option<f64>,
 }
 
 impl Cell {
@@ -128,6 +131,9 @@ impl Cell {
             "runner": if self.workers.is_some() { "map_fold" } else { "sequential" },
             "workers": self.workers,
             "speedup": self.speedup,
+            "speedup_bound": self.speedup_bound,
+            "cpu_ms": m.cpu.map(|c| c.as_secs_f64() * 1000.0),
+            "cpus_used": m.cpus_used(),
             "pages": m.pages,
             "wall_ms": m.wall.as_secs_f64() * 1000.0,
             "mb_per_s": self.mb_per_s(m),
@@ -233,6 +239,7 @@ fn measure(
         crate::launch::configured_runtime(Some(engine), crate::keys::Keys::default())
             .with_pool_size(usize::from(n))
     });
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     let mut cells = Vec::new();
     for &size in sizes {
         let info = std::fs::File::create(dir.path().join(&bench.archive))
@@ -266,12 +273,20 @@ fn measure(
                     runs.push(run);
                 }
                 runs.sort_by_key(|r| r.wall);
-                let wall = runs[runs.len() / 2].wall.as_secs_f64();
-                let speedup = match sequential_wall {
-                    Some(seq) => Some(seq / wall.max(1e-9)),
+                let median = &runs[runs.len() / 2];
+                let wall = median.wall.as_secs_f64();
+                let (speedup, speedup_bound) = match sequential_wall {
+                    Some(seq) => (
+                        Some(seq / wall.max(1e-9)),
+                        // A run shorter than a clock tick shows no CPU time: no bound then.
+                        median
+                            .cpu
+                            .filter(|cpu| !cpu.is_zero())
+                            .map(|cpu| seq * cores as f64 / cpu.as_secs_f64()),
+                    ),
                     None => {
                         sequential_wall = Some(wall);
-                        None
+                        (None, None)
                     }
                 };
                 let cell = Cell {
@@ -282,6 +297,7 @@ fn measure(
                     workers,
                     runs,
                     speedup,
+                    speedup_bound,
                 };
                 if !args.json {
                     if cells.is_empty() {
@@ -360,16 +376,17 @@ fn report(engine: &str, args: &PagesArgs, cells: &[Cell]) -> ExitCode {
 
 fn print_header(engine: &str, runs: u32) {
     outln!(
-        "engine {engine}, median of {runs} run(s); time split in % of the paged wall (framing overlaps the calls); peak memory of runx and its worker in MiB: non-evictable (RssAnon + shared memory) / resident"
+        "engine {engine}, median of {runs} run(s); CPUs: the CPU time of runx and its workers over the wall; time split in % of the paged wall (framing overlaps the calls); peak memory of runx and its worker in MiB: non-evictable (RssAnon + shared memory) / resident"
     );
     outln!(
-        "{:>10} {:>8} {:>8} {:>6} {:>8} {:>11} {:>10} {:>8} {:>10} {:>11} {:>7} {:>14}",
+        "{:>10} {:>8} {:>8} {:>6} {:>8} {:>11} {:>5} {:>10} {:>8} {:>10} {:>11} {:>7} {:>14}",
         "runner",
         "size",
         "page",
         "pages",
         "MB/s",
         "records/s",
+        "CPUs",
         "admission",
         "framing",
         "transport",
@@ -387,13 +404,14 @@ fn print_row(c: &Cell) {
         None => "sequential".to_string(),
     };
     outln!(
-        "{:>10} {:>8} {:>8} {:>6} {:>8.1} {:>11.0} {:>9.1}% {:>7.1}% {:>9.1}% {:>10.1}% {:>6.1}% {:>6.1} / {:>5.1}",
+        "{:>10} {:>8} {:>8} {:>6} {:>8.1} {:>11.0} {:>5} {:>9.1}% {:>7.1}% {:>9.1}% {:>10.1}% {:>6.1}% {:>6.1} / {:>5.1}",
         runner,
         human(c.size),
         human(c.page_bytes),
         m.pages,
         c.mb_per_s(m),
         c.records as f64 / m.wall.as_secs_f64().max(1e-9),
+        m.cpus_used().map_or("-".to_string(), |u| format!("{u:.2}")),
         s.percent(s.admission_ms),
         s.percent(s.framing_ms),
         s.percent(s.transport_ms),
@@ -403,7 +421,11 @@ fn print_row(c: &Cell) {
         m.memory.resident_kib as f64 / 1024.0,
     );
     if let Some(speedup) = c.speedup {
-        outln!("{:>10} map/fold / sequential: {speedup:.2}x", "");
+        let bound = c.speedup_bound.map_or(String::new(), |b| {
+            let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+            format!(" (its CPU time spread over {cores} cores allows at most {b:.2}x)")
+        });
+        outln!("{:>10} map/fold / sequential: {speedup:.2}x{bound}", "");
     }
 }
 

@@ -124,4 +124,23 @@ fn bench_pages_parallel_runs_the_map_fold_runner_beside_the_sequential_one() {
     assert_eq!(v["engine"], Value::from(engine));
     assert!(par["speedup"].as_f64().unwrap() > 0.0, "{par}");
     assert_eq!(seq["speedup"], Value::Null);
+    // The CPU time of runx and its workers, and the CPUs it kept busy over the wall. Runs
+    // this short may take less than the clock's 10 ms tick, so only the arithmetic is sure.
+    for r in [seq, par] {
+        let cpu = r["cpu_ms"].as_f64().unwrap();
+        let wall = r["wall_ms"].as_f64().unwrap();
+        let used = r["cpus_used"].as_f64().unwrap();
+        assert!(cpu >= 0.0 && (used - cpu / wall).abs() < 1e-6, "{r}");
+    }
+    assert_eq!(seq["speedup_bound"], Value::Null);
+    let bound = &par["speedup_bound"];
+    let cores = v["cpus"].as_f64().unwrap();
+    assert!(
+        bound.is_null()
+            || (bound.as_f64().unwrap()
+                - seq["wall_ms"].as_f64().unwrap() * cores / par["cpu_ms"].as_f64().unwrap())
+            .abs()
+                < 1e-6,
+        "{par}"
+    );
 }
