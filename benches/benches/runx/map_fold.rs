@@ -309,7 +309,10 @@ pub fn compare(setup: &Setup<'_>) -> Option<MapFoldRow> {
             .times
             .iter()
             .zip(&variants[par].cpus)
-            .map(|(t, cpu)| Some(t.as_secs_f64() * cores / cpu.as_ref()?.as_secs_f64()))
+            .map(|(t, cpu)| {
+                let cpu = cpu.filter(|c| !c.is_zero())?;
+                Some(t.as_secs_f64() * cores / cpu.as_secs_f64())
+            })
             .collect::<Option<_>>()?;
         b.sort_by(f64::total_cmp);
         b.get(b.len() / 2).copied()
