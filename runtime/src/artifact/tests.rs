@@ -2,11 +2,18 @@ use super::pipeline::CHUNK_BYTES;
 use super::*;
 use std::time::Duration;
 
+/// `body` written as `name` in a new directory, and admitted from it; the directory lives as
+/// long as the caller keeps it.
+fn admitted(name: &str, body: &[u8]) -> (tempfile::TempDir, Artifact) {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join(name), body).unwrap();
+    let a = admit(name, dir.path(), "test").unwrap();
+    (dir, a)
+}
+
 #[test]
 fn the_snapshot_does_not_follow_the_source_once_copied() {
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::write(dir.path().join("a.json"), b"[1, 2, 3]").unwrap();
-    let a = admit("a.json", dir.path(), "test").unwrap();
+    let (dir, a) = admitted("a.json", b"[1, 2, 3]");
     a.finish().unwrap();
     std::fs::write(dir.path().join("a.json"), b"[4, 5, 6, 7, 8]").unwrap();
     assert_eq!(a.data(), b"[1, 2, 3]");
@@ -30,10 +37,8 @@ fn chunky(chunks: usize) -> Vec<u8> {
 
 #[test]
 fn the_snapshot_fills_in_order_and_its_digest_comes_once_it_is_whole() {
-    let dir = tempfile::tempdir().unwrap();
     let body = chunky(5);
-    std::fs::write(dir.path().join("c.bin"), &body).unwrap();
-    let a = admit("c.bin", dir.path(), "test").unwrap();
+    let (_dir, a) = admitted("c.bin", &body);
     assert_eq!(a.bytes, body.len() as u64);
     // Whatever is written, at any moment, is a prefix of the source, and the digest is not
     // known before all of it is.
@@ -54,10 +59,8 @@ fn the_snapshot_fills_in_order_and_its_digest_comes_once_it_is_whole() {
 
 #[test]
 fn a_cancelled_wait_gives_up_and_an_uncancelled_one_gets_its_bytes() {
-    let dir = tempfile::tempdir().unwrap();
     let body = chunky(4);
-    std::fs::write(dir.path().join("w.bin"), &body).unwrap();
-    let a = admit("w.bin", dir.path(), "test").unwrap();
+    let (_dir, a) = admitted("w.bin", &body);
     // A run interrupted before (or while) it waits stops waiting, whatever admission does.
     let cancelled = CancelToken::new();
     cancelled.cancel();
@@ -147,9 +150,7 @@ fn a_source_written_while_it_is_read_fails_admission() {
 
 #[test]
 fn dropping_an_artifact_stops_its_admission() {
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::write(dir.path().join("big.bin"), chunky(64)).unwrap();
-    let a = admit("big.bin", dir.path(), "test").unwrap();
+    let (_dir, a) = admitted("big.bin", &chunky(64));
     let progress = Arc::clone(&a.progress);
     drop(a);
     // The pass is over (the drop joined it): it either finished first or stopped.
@@ -164,9 +165,7 @@ fn the_snapshot_is_an_unnamed_read_only_file_on_disk() {
     use std::io::Write as _;
     use std::os::fd::AsRawFd;
     use std::os::unix::fs::PermissionsExt;
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::write(dir.path().join("a.json"), b"[1, 2, 3]").unwrap();
-    let a = admit("a.json", dir.path(), "test").unwrap();
+    let (_dir, a) = admitted("a.json", b"[1, 2, 3]");
     a.finish().unwrap();
     let ro = a.read_only().expect("a read-only descriptor for workers");
     let link = std::fs::read_link(format!("/proc/self/fd/{}", ro.as_raw_fd())).unwrap();
@@ -192,10 +191,8 @@ fn the_snapshot_is_an_unnamed_read_only_file_on_disk() {
 
 #[test]
 fn released_ranges_read_back_unchanged() {
-    let dir = tempfile::tempdir().unwrap();
     let body: Vec<u8> = (0..3 * 4096 + 100).map(|i| (i % 251) as u8).collect();
-    std::fs::write(dir.path().join("b.bin"), &body).unwrap();
-    let a = admit("b.bin", dir.path(), "test").unwrap();
+    let (_dir, a) = admitted("b.bin", &body);
     a.finish().unwrap();
     a.release(0, body.len());
     assert_eq!(a.data(), &body[..]);
@@ -203,9 +200,7 @@ fn released_ranges_read_back_unchanged() {
 
 #[test]
 fn empty_files_are_admitted() {
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::write(dir.path().join("e.json"), b"").unwrap();
-    let a = admit("e.json", dir.path(), "test").unwrap();
+    let (_dir, a) = admitted("e.json", b"");
     assert_eq!(a.bytes, 0);
     assert!(a.data().is_empty());
     a.finish().unwrap();
