@@ -22,18 +22,18 @@ const TICKS_PER_SECOND: u64 = 100;
 
 /// The CPU times of one `/proc/<pid>/stat`, in ticks.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct StatTimes {
+struct StatTimes {
     /// `utime + stime`: the process's own threads.
-    pub own: u64,
+    own: u64,
     /// `cutime + cstime`: children it has waited for.
-    pub reaped_children: u64,
+    reaped_children: u64,
 }
 
 /// The CPU times in the text of a `/proc/<pid>/stat` file; `None` when it is not one.
 ///
 /// The second field is the command name in parentheses, which may itself hold spaces and
 /// parentheses, so the fields are counted from the last `)`.
-pub fn stat_times(stat: &str) -> Option<StatTimes> {
+fn stat_times(stat: &str) -> Option<StatTimes> {
     let rest = &stat[stat.rfind(')')? + 1..];
     // After the name: state (field 3) … utime (14), stime (15), cutime (16), cstime (17).
     let fields: Vec<&str> = rest.split_whitespace().take(15).collect();

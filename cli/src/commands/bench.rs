@@ -239,7 +239,7 @@ fn measure(
         crate::launch::configured_runtime(Some(engine), crate::keys::Keys::default())
             .with_pool_size(usize::from(n))
     });
-    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let cores = cores();
     let mut cells = Vec::new();
     for &size in sizes {
         let info = std::fs::File::create(dir.path().join(&bench.archive))
@@ -354,7 +354,7 @@ fn report(engine: &str, args: &PagesArgs, cells: &[Cell]) -> ExitCode {
         outln!("plot: {}", p.display());
     }
     if args.json {
-        let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let cpus = cores();
         outln!(
             "{}",
             json!({
@@ -372,6 +372,11 @@ fn report(engine: &str, args: &PagesArgs, cells: &[Cell]) -> ExitCode {
     } else {
         ExitCode::SUCCESS
     }
+}
+
+/// The CPUs this process may run on.
+fn cores() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
 }
 
 fn print_header(engine: &str, runs: u32) {
@@ -422,7 +427,7 @@ fn print_row(c: &Cell) {
     );
     if let Some(speedup) = c.speedup {
         let bound = c.speedup_bound.map_or(String::new(), |b| {
-            let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+            let cores = cores();
             format!(" (its CPU time spread over {cores} cores allows at most {b:.2}x)")
         });
         outln!("{:>10} map/fold / sequential: {speedup:.2}x{bound}", "");
