@@ -189,7 +189,9 @@
     if (new.target === undefined) {
       return dateText(apply(dateToString, new RealDate(0), []));
     }
-    const values = args.length === 0 ? [0] : timeValues(args);
+    // Two or more arguments are the fields of a date, numbered here (the prelude's `MakeDay`,
+    // one rule on both engines); one is a time value, a date or a text.
+    const values = args.length === 0 ? [0] : args.length > 1 ? [fieldsTime(args, 0)] : timeValues(args);
     if (values.length === 1 && typeof values[0] === "string") values[0] = parseDate(values[0]);
     let proto = new.target === FixedDate ? DateProto : new.target.prototype;
     if (proto === null || (typeof proto !== "object" && typeof proto !== "function")) {
@@ -296,15 +298,128 @@
     const days = [31, (year % 4 === 0 && year % 100 !== 0) || year % 400 === 0 ? 29 : 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31];
     if (month < 1 || month > 12 || day < 1 || day > days[month - 1] || minute > 59 || second > 59) return NaN;
     if (hour > 24 || (hour === 24 && (minute !== 0 || second !== 0 || ms !== 0))) return NaN;
+    const t = daysFromCivil(year, month, day) * 86400000 + ((hour * 60 + minute - offset) * 60 + second) * 1000 + ms;
+    return t > 8.64e15 || t < -8.64e15 ? NaN : t;
+  }
+  // Days from 1970-01-01 to a civil date (month 1-12), exact for every integer year a double
+  // holds (Howard Hinnant's `days_from_civil`).
+  function daysFromCivil(year, month, day) {
     const y = month <= 2 ? year - 1 : year;
     const era = floor(y / 400);
     const yoe = y - era * 400;
     const doy = floor((153 * (month > 2 ? month - 3 : month + 9) + 2) / 5) + day - 1;
     const doe = yoe * 365 + floor(yoe / 4) - floor(yoe / 100) + doy;
-    const epochDays = era * 146097 + doe - 719468;
-    const t = epochDays * 86400000 + ((hour * 60 + minute - offset) * 60 + second) * 1000 + ms;
-    return t > 8.64e15 || t < -8.64e15 ? NaN : t;
+    return era * 146097 + doe - 719468;
   }
+  // The fields of a time value: year, month (0-11), day of the month, hours, minutes, seconds,
+  // milliseconds (its inverse, Hinnant's `civil_from_days`). Local time is UTC in the worker.
+  function civil(t) {
+    const days = floor(t / 86400000);
+    let rest = t - days * 86400000;
+    const z = days + 719468;
+    const era = floor(z / 146097);
+    const doe = z - era * 146097;
+    const yoe = floor((doe - floor(doe / 1460) + floor(doe / 36524) - floor(doe / 146096)) / 365);
+    const doy = doe - (365 * yoe + floor(yoe / 4) - floor(yoe / 100));
+    const mp = floor((5 * doy + 2) / 153);
+    const month = mp < 10 ? mp + 2 : mp - 10;
+    const out = create(null);
+    out[0] = yoe + era * 400 + (month <= 1 ? 1 : 0);
+    out[1] = month;
+    out[2] = doy - floor((153 * mp + 2) / 5) + 1;
+    out[3] = floor(rest / 3600000);
+    rest -= out[3] * 3600000;
+    out[4] = floor(rest / 60000);
+    rest -= out[4] * 60000;
+    out[5] = floor(rest / 1000);
+    out[6] = rest - out[5] * 1000;
+    return out;
+  }
+  // The specification's date arithmetic (MakeTime, MakeDay, MakeDate, TimeClip, MakeFullYear),
+  // one answer on both engines. MakeDay may answer NaN where no time value can hold the date;
+  // runx takes V8's bounds for that, on both: a year within ±1,000,000 and a month within
+  // ±10,000,000 before they are combined (QuickJS refused a year outside ±271,821 before
+  // adding the days, so `Date.UTC(275761, 0, -400)` was NaN there and a date on V8).
+  const finite = (x) => x - x === 0;
+  const integer = (x) => trunc(x) + 0;
+  function makeTime(h, m, s, ms) {
+    if (!(finite(h) && finite(m) && finite(s) && finite(ms))) return NaN;
+    return integer(h) * 3600000 + integer(m) * 60000 + integer(s) * 1000 + integer(ms);
+  }
+  function makeDay(year, month, date) {
+    if (!(finite(year) && finite(month) && finite(date))) return NaN;
+    if (!(year >= -1000000 && year <= 1000000 && month >= -10000000 && month <= 10000000)) return NaN;
+    const m = trunc(month);
+    const ym = trunc(year) + floor(m / 12);
+    return daysFromCivil(ym, m - floor(m / 12) * 12 + 1, 1) - 1 + integer(date);
+  }
+  function makeDate(day, time) {
+    if (!(finite(day) && finite(time))) return NaN;
+    const tv = day * 86400000 + time;
+    return finite(tv) ? tv : NaN;
+  }
+  function timeClip(t) {
+    return finite(t) && t <= 8.64e15 && t >= -8.64e15 ? integer(t) : NaN;
+  }
+  function fullYear(y) {
+    if (y !== y) return NaN;
+    const t = integer(y);
+    return t >= 0 && t <= 99 ? 1900 + t : y;
+  }
+  // The time value of fields given as arguments from `from` on (year, month, day, hours,
+  // minutes, seconds, milliseconds; `new Date(y, m, ...)` and `Date.UTC`): each converted to a
+  // number in order, absent ones 0 (the day 1; an absent year is NaN).
+  function fieldsTime(args, from) {
+    const f = create(null);
+    for (let i = 0; i < 7; i++) {
+      f[i] = i === 0 || from + i < args.length ? +args[from + i] : i === 2 ? 1 : 0;
+    }
+    return timeClip(makeDate(makeDay(fullYear(f[0]), f[1], f[2]), makeTime(f[3], f[4], f[5], f[6])));
+  }
+  // The setters: the fields from `first` on, as many as given up to `count`, each converted in
+  // order, then the date made again from its fields (QuickJS kept the old time when a field was
+  // NaN: `d.setMinutes(NaN)` left `d` as it was; the specification makes it an invalid date).
+  const dateSetTime = DateProto.setTime;
+  function setFields(date, args, first, count, kind) {
+    let t = apply(dateGetTime, date, []);
+    const given = create(null);
+    const n = args.length === 0 ? 1 : args.length < count ? args.length : count;
+    for (let i = 0; i < n; i++) given[i] = +args[i];
+    if (t !== t) {
+      if (kind === "time") return NaN;
+      t = 0;
+    }
+    const f = civil(t);
+    for (let i = 0; i < n; i++) f[first + i] = given[i];
+    if (kind === "year") f[0] = fullYear(f[0]);
+    const tv = timeClip(makeDate(makeDay(f[0], f[1], f[2]), makeTime(f[3], f[4], f[5], f[6])));
+    apply(dateSetTime, date, [tv]);
+    return tv;
+  }
+  const setters = {
+    setMilliseconds(ms) { return setFields(this, arguments, 6, 1, "time"); },
+    setSeconds(sec, ms) { return setFields(this, arguments, 5, 2, "time"); },
+    setMinutes(min, sec, ms) { return setFields(this, arguments, 4, 3, "time"); },
+    setHours(hour, min, sec, ms) { return setFields(this, arguments, 3, 4, "time"); },
+    setDate(date) { return setFields(this, arguments, 2, 1, "time"); },
+    setMonth(month, date) { return setFields(this, arguments, 1, 2, "time"); },
+    setFullYear(year, month, date) { return setFields(this, arguments, 0, 3, "full"); },
+    setYear(year) { return setFields(this, arguments, 0, 1, "year"); },
+  };
+  for (const name of ownKeys(setters)) {
+    const method = setters[name];
+    for (const key of name === "setYear" ? [name] : [name, "setUTC" + apply(slice, name, [3])]) {
+      // The UTC setter is a function of its own, with its own name (local time is UTC here).
+      const f = key === name ? method : { [key]() { return apply(method, this, arguments); } }[key];
+      defineProperty(f, "length", { value: method.length });
+      defineProperty(DateProto, key, {
+        value: f, writable: true, configurable: true, enumerable: false,
+      });
+      apply(weakSet, natives, [f, key]);
+    }
+  }
+  const utc = { UTC(year, month, date, hours, minutes, seconds, ms) { return fieldsTime(arguments, 0); } }.UTC;
+  apply(weakSet, natives, [utc, "UTC"]);
   const parse = { parse(text) { return parseDate(`${text}`); } }.parse;
   // `toString`'s text without a time zone name after the offset.
   function dateText(text) {
@@ -330,7 +445,7 @@
   apply(weakSet, natives, [parse, "parse"]);
 
   const now = { now() { return 0; } }.now;
-  for (const [key, value] of [["now", now], ["parse", parse], ["UTC", RealDate.UTC]]) {
+  for (const [key, value] of [["now", now], ["parse", parse], ["UTC", utc]]) {
     defineProperty(FixedDate, key, {
       value, writable: true, configurable: true, enumerable: false,
     });
@@ -421,9 +536,160 @@
       const b = apply(normalize, `${that}`, ["NFC"]);
       return a < b ? -1 : a > b ? 1 : 0;
     },
+    toLocaleLowerCase(locales) {
+      if (this === undefined || this === null) {
+        throw new TypeErrorRef("String.prototype.toLocaleLowerCase called on null or undefined");
+      }
+      return localeCase(`${this}`, locales, false);
+    },
+    toLocaleUpperCase(locales) {
+      if (this === undefined || this === null) {
+        throw new TypeErrorRef("String.prototype.toLocaleUpperCase called on null or undefined");
+      }
+      return localeCase(`${this}`, locales, true);
+    },
+  };
+  // Case mapping by locale, one rule on both engines: Unicode's language-specific mappings
+  // (SpecialCasing.txt) for the languages that have them, Turkish and Azerbaijani (`I` to `ı`,
+  // `i` to `İ`, `İ` to `i`) and Lithuanian (a dot kept above `i` and `j` under other accents);
+  // every other locale, and none, maps as `toLowerCase` and `toUpperCase` do. (V8 took ICU's
+  // mappings, Greek upper case included; QuickJS ignored the locale.) `locales` is read as
+  // ECMA-402 reads it: a tag or a list of tags, each structurally valid (else a RangeError),
+  // the first one deciding.
+  const toLowerCase = String.prototype.toLowerCase;
+  const toUpperCase = String.prototype.toUpperCase;
+  const codePointAt = String.prototype.codePointAt;
+  const ObjectRef = Object;
+  const LOCALE_TAG = /^(?:[a-z]{2,3}|[a-z]{5,8})(?:-[a-z]{4})?(?:-(?:[a-z]{2}|[0-9]{3}))?(?:-(?:[a-z0-9]{5,8}|[0-9][a-z0-9]{3}))*(?:-[0-9a-wy-z](?:-[a-z0-9]{2,8})+)*(?:-x(?:-[a-z0-9]{1,8})+)?$/i;
+  const CASE_SPECIAL = /[IJij\u00cc\u00cd\u0128\u012e\u0130\u0307]/;
+  const SOFT_DOTTED = /^\p{Soft_Dotted}$/u;
+  function caseLanguage(locales) {
+    if (locales === undefined) return "";
+    let first;
+    const check = (tag) => {
+      if (apply(regexpExec, LOCALE_TAG, [tag]) === null) {
+        throw new RangeErrorRef(`Incorrect locale information provided: ${tag}`);
+      }
+      if (first === undefined) first = tag;
+    };
+    if (typeof locales === "string") {
+      check(locales);
+    } else {
+      if (locales === null) throw new TypeErrorRef("Cannot convert undefined or null to object");
+      const list = ObjectRef(locales);
+      let length = +list.length;
+      length = length > 0 ? floor(length > 9007199254740991 ? 9007199254740991 : length) : 0;
+      for (let k = 0; k < length; k++) {
+        if (!(k in list)) continue;
+        const value = list[k];
+        if (typeof value !== "string" && typeof value !== "object" && typeof value !== "function" ||
+            value === null) {
+          throw new TypeErrorRef("Language ID should be string or object.");
+        }
+        check(`${value}`);
+      }
+    }
+    if (first === undefined) return "";
+    const dash = apply(indexOf, first, ["-"]);
+    return apply(toLowerCase, dash === -1 ? first : apply(slice, first, [0, dash]), []);
+  }
+  // Canonical combining class 0, 230 or another, as the engine's own normalization orders
+  // marks: a mark of class c moves before U+0300 (230) when 0 < c < 230, after it when c > 230,
+  // and before U+0345 (240, the highest) whenever c is not 0. A character that decomposes has
+  // the class of the first character of its decomposition.
+  function combiningClass(text) {
+    const d = apply(normalize, text, ["NFD"]);
+    const c = apply(slice, d, [0, apply(codePointAt, d, [0]) > 0xffff ? 2 : 1]);
+    if (c !== "\u0345" && apply(normalize, "\u0345" + c, ["NFD"]) === "\u0345" + c) return 0;
+    if (apply(normalize, "\u0300" + c, ["NFD"]) !== "\u0300" + c) return 1;
+    return apply(normalize, c + "\u0300", ["NFD"]) !== c + "\u0300" ? 231 : 230;
+  }
+  function localeCase(text, locales, upper) {
+    const language = caseLanguage(locales);
+    const mapped = apply(upper ? toUpperCase : toLowerCase, text, []);
+    const turkic = language === "tr" || language === "az";
+    if ((!turkic && language !== "lt") || apply(regexpExec, CASE_SPECIAL, [text]) === null) {
+      return mapped;
+    }
+    // The code points, each with where its default mapping starts in `mapped` (every default
+    // mapping but the final sigma's is a function of the code point alone, and that one keeps
+    // its length).
+    const points = create(null);
+    let count = 0;
+    for (let i = 0; i < text.length; ) {
+      const cp = apply(codePointAt, text, [i]);
+      const width = cp > 0xffff ? 2 : 1;
+      points[count++] = apply(slice, text, [i, i + width]);
+      i += width;
+    }
+    // Scans from code point `at` in `step` for `found`, through marks that are neither of class
+    // 0 nor 230 (the contexts of SpecialCasing: After_I, After_Soft_Dotted, Before_Dot, More_Above).
+    const scan = (at, step, found, through230) => {
+      for (let k = at + step; k >= 0 && k < count; k += step) {
+        if (found(points[k])) return true;
+        const cc = combiningClass(points[k]);
+        if (cc === 0 || (cc === 230 && !through230)) return false;
+      }
+      return false;
+    };
+    const isI = (c) => c === "I";
+    const isDot = (c) => c === "\u0307";
+    const softDotted = (c) => apply(regexpExec, SOFT_DOTTED, [c]) !== null;
+    const above = (c) => combiningClass(c) === 230;
+    let out = "";
+    let at = 0;
+    for (let k = 0; k < count; k++) {
+      const c = points[k];
+      const width = apply(upper ? toUpperCase : toLowerCase, c, []).length;
+      let special;
+      if (turkic && !upper) {
+        if (c === "\u0130") special = "i";
+        else if (c === "\u0307" && scan(k, -1, isI, false)) special = "";
+        else if (c === "I" && !scan(k, 1, isDot, false)) special = "\u0131";
+      } else if (turkic) {
+        if (c === "i") special = "\u0130";
+      } else if (!upper) {
+        const more = () => scan(k, 1, above, true);
+        if (c === "I" && more()) special = "i\u0307";
+        else if (c === "J" && more()) special = "j\u0307";
+        else if (c === "\u012e" && more()) special = "\u012f\u0307";
+        else if (c === "\u00cc") special = "i\u0307\u0300";
+        else if (c === "\u00cd") special = "i\u0307\u0301";
+        else if (c === "\u0128") special = "i\u0307\u0303";
+      } else if (c === "\u0307" && scan(k, -1, softDotted, false)) {
+        special = "";
+      }
+      out += special === undefined ? apply(slice, mapped, [at, at + width]) : special;
+      at += width;
+    }
+    return out;
+  }
+  // Sorting a frozen array: the specification writes every element back with a Set that
+  // throws, so an array that is frozen and holds an element throws a TypeError, after the
+  // comparator has run as for any array (QuickJS skipped the writes of an array already in
+  // order, V8 those of an array of one element).
+  const arraySort = Array.prototype.sort;
+  const arraySlice = Array.prototype.slice;
+  const isExtensible = Object.isExtensible;
+  const isFrozen = Object.isFrozen;
+  const arrayMethods = {
+    sort(comparefn) {
+      if ((comparefn === undefined || typeof comparefn === "function") && isArray(this) &&
+          !isExtensible(this) && isFrozen(this)) {
+        const length = this.length;
+        for (let i = 0; i < length; i++) {
+          if (i in this) {
+            apply(arraySort, apply(arraySlice, this, []), [comparefn]);
+            throw new TypeErrorRef(`Cannot assign to read only property '${i}' of a frozen array`);
+          }
+        }
+      }
+      return apply(arraySort, this, arguments);
+    },
   };
   for (const [proto, methods] of [
     [Number.prototype, numberMethods], [BigInt.prototype, bigintMethods], [String.prototype, stringMethods],
+    [Array.prototype, arrayMethods],
   ]) {
     for (const name of ownKeys(methods)) {
       defineProperty(proto, name, {
