@@ -536,13 +536,15 @@
       const b = apply(normalize, `${that}`, ["NFC"]);
       return a < b ? -1 : a > b ? 1 : 0;
     },
-    toLocaleLowerCase(locales) {
+    toLocaleLowerCase() {
+      const locales = arguments[0];
       if (this === undefined || this === null) {
         throw new TypeErrorRef("String.prototype.toLocaleLowerCase called on null or undefined");
       }
       return localeCase(`${this}`, locales, false);
     },
-    toLocaleUpperCase(locales) {
+    toLocaleUpperCase() {
+      const locales = arguments[0];
       if (this === undefined || this === null) {
         throw new TypeErrorRef("String.prototype.toLocaleUpperCase called on null or undefined");
       }

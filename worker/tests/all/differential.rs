@@ -65,6 +65,30 @@ impl Rng {
         }
     }
 
+    /// A date field as a setter or `Date.UTC` takes it: small, large, fractional, negative, or
+    /// not finite.
+    fn field(&mut self) -> String {
+        match self.below(8) {
+            0 => self
+                .pick(&[
+                    "NaN",
+                    "Infinity",
+                    "-Infinity",
+                    "undefined",
+                    "'7'",
+                    "-0",
+                    "0.5",
+                    "99",
+                ])
+                .to_string(),
+            1 => format!("{}", self.below(2_000_000) as i64 - 1_000_000),
+            2 => format!("{}", self.below(20_000_001) as i64 - 10_000_000),
+            3 => format!("{}.5", self.below(200) as i64 - 100),
+            4 => format!("{}e{}", self.below(19) as i64 - 9, self.below(21)),
+            _ => format!("{}", self.below(400) as i64 - 100),
+        }
+    }
+
     fn date_text(&mut self) -> String {
         let year = 1900 + self.below(250);
         let (m, d) = (1 + self.below(13), 1 + self.below(32));
@@ -111,7 +135,7 @@ fn expression(rng: &mut Rng) -> String {
         "trunc", "sign", "clz32", "f16round",
     ];
     let (a, b) = (rng.number(), rng.number());
-    match rng.below(16) {
+    match rng.below(20) {
         0..=3 => format!("Math.{}({a})", rng.pick(UNARY)),
         4 => format!(
             "Math.{}({a}, {b})",
@@ -156,6 +180,71 @@ fn expression(rng: &mut Rng) -> String {
             rng.below(1_000_000_000),
             2 + rng.below(35)
         ),
+        16 => {
+            let setter = rng.pick(&[
+                "setMilliseconds",
+                "setUTCSeconds",
+                "setMinutes",
+                "setUTCHours",
+                "setDate",
+                "setUTCMonth",
+                "setFullYear",
+                "setUTCFullYear",
+                "setYear",
+            ]);
+            let t = if rng.below(5) == 0 {
+                "NaN".to_string()
+            } else {
+                format!("{}", rng.below(1 << 46) as i64 - (1 << 45))
+            };
+            let args: Vec<String> = (0..rng.below(5)).map(|_| rng.field()).collect();
+            format!(
+                "(() => {{ const d = new Date({t}); const r = d.{setter}({}); return [r, d.getTime(), d.toString()]; }})()",
+                args.join(", ")
+            )
+        }
+        17 => {
+            let fields: Vec<String> = (0..rng.below(8)).map(|_| rng.field()).collect();
+            format!(
+                "[Date.UTC({f}), new Date({f}).getTime()]",
+                f = fields.join(", ")
+            )
+        }
+        18 => {
+            const PIECES: &[&str] = &[
+                "I", "i", "J", "j", "\\u0130", "\\u0131", "\\u00cc", "\\u00cd", "\\u0128",
+                "\\u012e", "\\u012f", "\\u0307", "\\u0300", "\\u0316", "\\u0301", "\\u0345",
+                "\\u0323", " ", "\\u03a3", "a", "\\u00df", "\\u1e2d", "\\u0268",
+            ];
+            let text: String = (0..1 + rng.below(8)).map(|_| rng.pick(PIECES)).collect();
+            let locale = rng.pick(&[
+                "",
+                "'tr'",
+                "'az'",
+                "'lt'",
+                "'en'",
+                "'TR-tr'",
+                "'lt-LT-u-co-phonebk'",
+                "['x', 'tr']",
+                "['lt', 'tr']",
+                "[]",
+                "'tr_TR'",
+            ]);
+            format!(
+                "['{text}'.toLocaleLowerCase({locale}), '{text}'.toLocaleUpperCase({locale}), '{text}'.toLowerCase(), '{text}'.toUpperCase()]"
+            )
+        }
+        19 => {
+            let array = rng.pick(&["[3, 1, 2]", "[1, 2, 3]", "[1]", "[]", "[, 1]", "[, ,]"]);
+            let wrap = rng.pick(&[
+                "Object.freeze",
+                "Object.seal",
+                "Object.preventExtensions",
+                "",
+            ]);
+            let compare = rng.pick(&["", "(x, y) => x - y", "undefined"]);
+            format!("{wrap}({array}).sort({compare})")
+        }
         _ => format!(
             "(() => {{ const r = /(\\d+)-(?<w>\\w+)/g; const m = r.exec('a 12-ab 7-c'); return [m.index, m[1], m.groups.w, r.lastIndex, 'aXbXc'.split('X', {}), 'abc'.search(/c/), /a.c/s.test('a\\nc'), /\\bé/u.test('é')]; }})()",
             rng.below(4)

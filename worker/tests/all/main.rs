@@ -1,6 +1,7 @@
 //! Integration tests of the worker crate: engine conformance (run once per engine) and the
 //! pool driving real worker processes.
 
+mod answers;
 mod conformance;
 #[cfg(feature = "v8")]
 mod differential;
