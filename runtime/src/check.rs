@@ -336,7 +336,7 @@ fn check_javascript(
                 let names: Vec<String> = exports.keys().cloned().collect();
                 Failure::missing_export(&bundle.entry, named, &names)
             }
-            Some("function") => continue,
+            Some(kind) if Failure::runnable(kind) => continue,
             Some(kind) => Failure::not_a_function(&bundle.entry, export, kind),
         };
         let e = RunError::from(failure);

@@ -937,8 +937,52 @@
     return freeze({ environment: freeze(environment) });
   }
 
+  // What an export is, for the engine to refuse what a runner cannot call (a probe reports it
+  // to `runx skill check`): `typeof` for a value that is not a function; for a function,
+  // "class" (its source text starts with `class`: calling one throws), "generator function"
+  // and "async generator function" (calling one returns an iterator, never the output),
+  // "async function", else "function".
+  const getPrototypeOf = Object.getPrototypeOf;
+  const GENERATOR = getPrototypeOf(function* () { /* a generator function's prototype */ });
+  const ASYNC_GENERATOR = getPrototypeOf(async function* () { /* its async form's */ });
+  const ASYNC = getPrototypeOf(async function () { /* an async function's */ });
+  function kind(value) {
+    const type = typeof value;
+    if (type !== "function") return value === null ? "null" : type;
+    let text = "";
+    try { text = apply(functionToString, value, []); } catch (_) { /* a revoked proxy */ }
+    if (apply(slice, text, [0, 5]) === "class") {
+      // A method named `class` prints as `class() {}`: the keyword is followed by a name,
+      // `extends`, a body or a comment, never by `(`.
+      let at = 5;
+      for (;;) {
+        const c = apply(charCodeAt, text, [at]);
+        if (c === 32 || c === 9 || c === 10 || c === 13) { at++; continue; }
+        if (c === 47 && apply(charCodeAt, text, [at + 1]) === 42) {
+          const end = apply(indexOf, text, ["*/", at + 2]);
+          at = end === -1 ? text.length : end + 2;
+          continue;
+        }
+        if (c === 47 && apply(charCodeAt, text, [at + 1]) === 47) {
+          const end = apply(indexOf, text, ["\n", at + 2]);
+          at = end === -1 ? text.length : end + 1;
+          continue;
+        }
+        if (c !== 40 && at < text.length) return "class";
+        break;
+      }
+    }
+    let proto;
+    try { proto = getPrototypeOf(value); } catch (_) { return "function"; }
+    if (proto === GENERATOR) return "generator function";
+    if (proto === ASYNC_GENERATOR) return "async generator function";
+    if (proto === ASYNC) return "async function";
+    return "function";
+  }
+
   const helpers = create(null);
   helpers.encode = encode;
   helpers.context = context;
+  helpers.kind = kind;
   return freeze(helpers);
 })

@@ -237,10 +237,35 @@ impl Failure {
         } else {
             "a"
         };
-        Failure::new(
-            FailureCode::ModuleRejected,
-            format!("export `{export}` of module `{entry}` is {article} {kind}, not a function"),
-        )
+        // A class or a generator is a function to `typeof`, but not one a runner can call for
+        // its output: say why, and what to export instead.
+        let (what, why) = match kind {
+            "class" => (
+                "a class, not a function a runner can call",
+                ": a class can only be constructed with `new`; export a function that returns the output",
+            ),
+            "generator function" | "async generator function" => (
+                kind,
+                ": calling it returns an iterator, not the output; export a function that returns the output",
+            ),
+            _ => ("", ""),
+        };
+        let message = if what.is_empty() {
+            format!("export `{export}` of module `{entry}` is {article} {kind}, not a function")
+        } else if what == kind {
+            format!(
+                "export `{export}` of module `{entry}` is {article} {kind}, not a function a runner can call{why}"
+            )
+        } else {
+            format!("export `{export}` of module `{entry}` is {what}{why}")
+        };
+        Failure::new(FailureCode::ModuleRejected, message)
+    }
+
+    /// Whether an export of this kind (the prelude's `kind`, which `runx skill check`'s probe
+    /// reports) can be called as a runner: a function or an async function.
+    pub fn runnable(kind: &str) -> bool {
+        matches!(kind, "function" | "async function")
     }
 
     /// Marks the worker that produced this failure as not reusable.

@@ -1376,13 +1376,29 @@ pub fn a_probe_describes_the_exports_without_calling_them(e: &mut dyn Engine) {
         pool.call(&c)
     };
     let reply = probe(
-        "export function greet() { throw new Error('called'); }\nexport const n = 3;\nexport default class {}\nexport const o = null;",
+        "export function greet() { throw new Error('called'); }\nexport const n = 3;\nexport default class {}\nexport const o = null;\nexport function* g() {}\nexport async function* ag() {}\nexport const a = async () => 1;\nexport const m = ({ class() { return 1; } }).class;\nexport const c = class /* c */ extends Object {};\nexport const s = Symbol();",
     )
     .unwrap();
     assert_eq!(
         serde_json::from_slice::<Value>(&reply.output).unwrap(),
-        json!({"default": "function", "greet": "function", "n": "number", "o": "object"})
+        json!({
+            "default": "class", "greet": "function", "n": "number", "o": "null",
+            "g": "generator function", "ag": "async generator function", "a": "async function",
+            "m": "function", "c": "class", "s": "symbol",
+        })
     );
+    // What a probe refuses, a call refuses too, before calling it: a generator would
+    // otherwise seal `{}`, a class fail with the engine's own text.
+    for (export, kind) in [("default", "a class"), ("g", "a generator function")] {
+        let c = Call::new(
+            single("export default class {}\nexport function* g() { yield 1; }"),
+            Some(export).filter(|e| *e != "default"),
+            b"{}".to_vec(),
+        );
+        let f = pool.call(&c).unwrap_err().failure;
+        assert_eq!(f.code, FailureCode::ModuleRejected, "{}", f.message);
+        assert!(f.message.contains(kind), "{}", f.message);
+    }
     let f = probe("throw new Error('top');\nexport default () => 1;")
         .unwrap_err()
         .failure;

@@ -297,7 +297,7 @@ impl Session {
         self.settled(ctx, &evaluated, "the module's top-level code")?;
         let namespace = p.namespace.clone().restore(ctx).map_err(restore_err)?;
         if call.probe {
-            return self.exports_of(ctx, &namespace);
+            return self.exports_of(ctx, p, &namespace);
         }
         let name = call.export.unwrap_or("default");
         let export: Value = namespace
@@ -308,8 +308,10 @@ impl Session {
             let names: Vec<String> = namespace.keys::<String>().filter_map(Result::ok).collect();
             return Err(Failure::missing_export(entry, call.export, &names));
         }
-        let Some(function) = export.as_function() else {
-            return Err(Failure::not_a_function(entry, name, typeof_name(&export)));
+        let kind = self.kind(ctx, p, &export)?;
+        let function = match export.as_function() {
+            Some(function) if Failure::runnable(&kind) => function,
+            _ => return Err(Failure::not_a_function(entry, name, &kind)),
         };
         let inputs = p.inputs.clone().restore(ctx).map_err(restore_err)?;
         let context = p.context.clone().restore(ctx).map_err(restore_err)?;
@@ -319,20 +321,36 @@ impl Session {
         Ok(Persistent::save(ctx, returned))
     }
 
-    /// What a probe answers: each export's name and what `typeof` says of its value.
-    fn exports_of(
+    /// What a probe answers: each export's name and what it is (the prelude's `kind`:
+    /// `typeof`, or which kind of function).
+    fn exports_of<'js>(
         &self,
-        ctx: &Ctx<'_>,
-        namespace: &Object<'_>,
+        ctx: &Ctx<'js>,
+        p: &Prepared,
+        namespace: &Object<'js>,
     ) -> Result<Persistent<Value<'static>>, Failure> {
         let fail = |_: rquickjs::Error| self.failure(ctx, FailureCode::ModuleRejected);
         let map = Object::new(ctx.clone()).map_err(fail)?;
         for key in namespace.keys::<String>() {
             let key = key.map_err(fail)?;
             let value: Value = namespace.get(key.as_str()).map_err(fail)?;
-            map.set(key.as_str(), typeof_name(&value)).map_err(fail)?;
+            map.set(key.as_str(), self.kind(ctx, p, &value)?)
+                .map_err(fail)?;
         }
         Ok(Persistent::save(ctx, map.into_value()))
+    }
+
+    /// What `value` is, by the prelude's `kind`.
+    fn kind<'js>(
+        &self,
+        ctx: &Ctx<'js>,
+        p: &Prepared,
+        value: &Value<'js>,
+    ) -> Result<String, Failure> {
+        let fail = |_: rquickjs::Error| self.failure(ctx, FailureCode::ModuleRejected);
+        let helpers = p.helpers.clone().restore(ctx).map_err(fail)?;
+        let kind: Function = helpers.get("kind").map_err(fail)?;
+        kind.call((value.clone(),)).map_err(fail)
     }
 
     /// Unwraps a settled promise and encodes the value with the prelude's `encode` (the rules
@@ -441,21 +459,6 @@ impl Session {
             return Failure::new(FailureCode::ModuleRejected, spec);
         }
         Failure::thrown(code, text)
-    }
-}
-
-/// What `typeof` says of `v` (QuickJS's own type names tell integers from floats).
-fn typeof_name(v: &Value<'_>) -> &'static str {
-    use rquickjs::Type;
-    match v.type_of() {
-        Type::Uninitialized | Type::Undefined => "undefined",
-        Type::Bool => "boolean",
-        Type::Int | Type::Float => "number",
-        Type::BigInt => "bigint",
-        Type::String => "string",
-        Type::Symbol => "symbol",
-        Type::Function | Type::Constructor => "function",
-        _ => "object",
     }
 }
 

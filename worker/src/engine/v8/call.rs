@@ -128,8 +128,11 @@ impl Phases<'_> {
         self.settled(tc, p.evaluated, "the module's top-level code")?;
         let namespace = v8::Local::<v8::Object>::try_from(p.module.get_module_namespace())
             .map_err(|_| Failure::new(FailureCode::Internal, "the module has no namespace"))?;
+        let kind_of = function(tc, p.helpers, "kind")?;
+        let undefined: v8::Local<v8::Value> = v8::undefined(tc).into();
         if call.probe {
-            // Each export's name and what `typeof` says of its value.
+            // Each export's name and what it is (the prelude's `kind`: `typeof`, or which
+            // kind of function).
             let map = v8::Object::new(tc);
             if let Some(keys) = namespace.get_own_property_names(tc, Default::default()) {
                 for i in 0..keys.length() {
@@ -139,8 +142,10 @@ impl Phases<'_> {
                     let value = namespace
                         .get(tc, key)
                         .ok_or_else(|| self.fail(tc, FailureCode::ModuleRejected))?;
-                    let kind = value.type_of(tc);
-                    map.set(tc, key, kind.into());
+                    let kind = kind_of
+                        .call(tc, undefined, &[value])
+                        .ok_or_else(|| self.fail(tc, FailureCode::ModuleRejected))?;
+                    map.set(tc, key, kind);
                 }
             }
             return Ok(map.into());
@@ -161,11 +166,14 @@ impl Phases<'_> {
             }
             return Err(Failure::missing_export(entry, call.export, &names));
         }
-        let Ok(function) = v8::Local::<v8::Function>::try_from(export) else {
-            let kind = export.type_of(tc).to_rust_string_lossy(tc);
-            return Err(Failure::not_a_function(entry, name, &kind));
+        let kind = kind_of
+            .call(tc, undefined, &[export])
+            .ok_or_else(|| self.fail(tc, FailureCode::ModuleRejected))?
+            .to_rust_string_lossy(tc);
+        let function = match v8::Local::<v8::Function>::try_from(export) {
+            Ok(function) if Failure::runnable(&kind) => function,
+            _ => return Err(Failure::not_a_function(entry, name, &kind)),
         };
-        let undefined = v8::undefined(tc).into();
         function
             .call(tc, undefined, &[p.inputs, p.context])
             .ok_or_else(|| self.fail(tc, FailureCode::ExecutionFailed))
