@@ -475,7 +475,7 @@ fn prepare_and_run(
     req.workspace = workspace.clone();
     req.receipt_dir = Some(workspace.join(".runx").join("receipts"));
     req.case = Some(case.name.clone());
-    let outcome = rt.run(&req);
+    let outcome = rt.run(req);
     Ok((scratch, outcome))
 }
 

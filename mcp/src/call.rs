@@ -96,7 +96,7 @@ impl Calls {
         let runtime = self.runtime.clone();
         let run = tokio::task::spawn_blocking(move || {
             let _slot = slot;
-            runtime.run(&request)
+            runtime.run(request)
         });
         tokio::pin!(run);
         let ran = tokio::select! {

@@ -44,7 +44,7 @@
 //! step.runner = Some("greet".to_string());
 //! // Only these values are visible to the runner, and only for names it declares.
 //! step.env = EnvSource::Map(BTreeMap::from([("REGION".to_string(), "eu".to_string())]));
-//! let outcome = runtime.run(&step);
+//! let outcome = runtime.run(step);
 //! match &outcome.result {
 //!     Ok(output) => println!("sealed: {output}"),
 //!     Err(e) => eprintln!("{}/{}: {}", e.kind, e.code, e.message),

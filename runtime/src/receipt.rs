@@ -3,7 +3,7 @@
 
 use runx_receipts::runx::{
     BYTES_COMMITMENT, CANONICALIZATION, Commitment, JSON_COMMITMENT, SealParts, SkillRun,
-    c14n_digest, c14n_object_digest, identifier_segment, iso_millis, skill_receipt,
+    c14n_digest, identifier_segment, iso_millis, skill_receipt,
 };
 use runx_receipts::{Disposition, RunEvidence, as_written};
 use serde_json::{Value, json};
@@ -14,10 +14,10 @@ const SUMMARY_CHARS: usize = 200;
 /// The run's id, as runx forms one: `run_<runner>_<16 hex>`, the hex from the digest of what
 /// was asked for (skill, runner, type, the inputs as given, the package's profile). The same
 /// request of the same package gives the same id, whether it ran or was refused.
-pub fn run_id(e: &RunEvidence, inputs: &serde_json::Map<String, Value>) -> String {
+pub fn run_id(e: &RunEvidence, inputs_digest: &str) -> String {
     let what = json!({
         "skill": e.skill, "runner": e.runner, "runner_type": e.runner_type,
-        "inputs": c14n_object_digest(inputs), "profile_digest": e.profile_digest,
+        "inputs": inputs_digest, "profile_digest": e.profile_digest,
     });
     let hex = c14n_digest(&what);
     let hex = hex.trim_start_matches("sha256:");

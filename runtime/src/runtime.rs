@@ -264,22 +264,30 @@ impl Runtime {
     /// that; a run whose package cannot be loaded (no `X.yaml`, an invalid profile) leaves
     /// none. A run whose receipt cannot be written is not sealed: it fails with kind `receipt`,
     /// and its output is kept in [`RunOutcome::unsealed_output`].
-    pub fn run(&self, req: &RunRequest) -> RunOutcome {
+    ///
+    /// The request is taken by value: its inputs are resolved in place and sent to the runner,
+    /// so a step holds them once, however large they are.
+    pub fn run(&self, req: RunRequest) -> RunOutcome {
         self.run_or_refuse(req, None)
     }
 
     /// Records a run refused before its runner could start, for a reason found outside the
     /// runtime (the caller could not read its inputs file, say): nothing runs, but the refusal
     /// is reported and receipted by the same rule as [`Runtime::run`].
-    pub fn refuse(&self, req: &RunRequest, error: RunError) -> RunOutcome {
+    pub fn refuse(&self, req: RunRequest, error: RunError) -> RunOutcome {
         self.run_or_refuse(req, Some(error))
     }
 
-    fn run_or_refuse(&self, req: &RunRequest, refused: Option<RunError>) -> RunOutcome {
+    fn run_or_refuse(&self, mut req: RunRequest, refused: Option<RunError>) -> RunOutcome {
         let started = Instant::now();
         let started_at_ms = now_ms();
         self.cancel.link(&req.cancel);
-        let (identity, ran) = self.execute(req, refused);
+        // The run's id names the caller's inputs by their digest, taken before the inputs move
+        // into the step.
+        let inputs = std::mem::take(&mut req.inputs);
+        let inputs_digest = runx_receipts::runx::c14n_object_digest(&inputs);
+        let req = &req;
+        let (identity, ran) = self.execute(req, inputs, refused);
         let Ran {
             result,
             mut provenance,
@@ -303,7 +311,7 @@ impl Runtime {
             started_at_ms,
             duration_ms,
         );
-        evidence.run_id = run_id(&evidence, &req.inputs);
+        evidence.run_id = run_id(&evidence, &inputs_digest);
         let mut receipt = runx_receipt_of(&evidence);
         runx::seal(&mut receipt, self.signer.as_ref());
         let dir = req.receipt_dir();
@@ -351,8 +359,13 @@ impl Runtime {
     /// Loads the package, selects the runner, resolves its inputs and environment, runs it
     /// and checks its output contract; a `refused` run stops once the package and runner are
     /// known.
-    fn execute(&self, req: &RunRequest, refused: Option<RunError>) -> (Identity, Ran) {
-        let (identity, ran) = self.with_step(req, refused, |step| {
+    fn execute(
+        &self,
+        req: &RunRequest,
+        inputs: Map<String, Value>,
+        refused: Option<RunError>,
+    ) -> (Identity, Ran) {
+        let (identity, ran) = self.with_step(req, inputs, refused, |step| {
             let runner = step.runner;
             checked(self.dispatch(step, &req.cancel), runner)
         });
@@ -366,6 +379,7 @@ impl Runtime {
     pub(crate) fn with_step<T>(
         &self,
         req: &RunRequest,
+        inputs: Map<String, Value>,
         refused: Option<RunError>,
         f: impl FnOnce(Step<'_>) -> T,
     ) -> (Identity, Result<T, RunError>) {
@@ -395,7 +409,7 @@ impl Runtime {
         if req.cancel.is_cancelled() {
             return (identity, Err(RunError::interrupted()));
         }
-        let result = self.step(&profile, runner, req).map(f);
+        let result = self.step(&profile, runner, req, inputs).map(f);
         (identity, result)
     }
 
@@ -405,8 +419,9 @@ impl Runtime {
         profile: &'a Profile,
         runner: &'a Runner,
         req: &'a RunRequest,
+        inputs: Map<String, Value>,
     ) -> Result<Step<'a>, RunError> {
-        let resolved = resolve_inputs(runner, req.inputs.clone())?;
+        let resolved = resolve_inputs(runner, inputs)?;
         Ok(Step {
             profile,
             runner,

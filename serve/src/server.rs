@@ -464,7 +464,7 @@ impl Shared {
             Work::Run(run) => {
                 let with_body = run.receipt_body;
                 let req = run.parsed()?;
-                let outcome = self.runtime.run(&req);
+                let outcome = self.runtime.run(req);
                 tracing::info!(
                     id = %id,
                     skill = %outcome.skill,

@@ -289,7 +289,7 @@ impl Bench {
         let sampler = crate::memory::Sampler::start(std::process::id(), Duration::from_millis(10));
         let clock = crate::cpu::CpuClock::start(std::process::id());
         let started = Instant::now();
-        let out = rt.run(&req);
+        let out = rt.run(req);
         let wall = started.elapsed();
         let cpu = clock.stop();
         let memory = sampler.finish();

@@ -103,7 +103,7 @@ pub fn scaling(worker: &WorkerCommand, rows: &[SizeRow], have_runx: bool) {
                             let mut req = runx_runtime::RunRequest::new(&dir, inputs);
                             req.workspace = dir.clone();
                             req.receipt_dir = Some(dir.join("receipts"));
-                            rt.run(&req).error().map(|e| e.to_string())
+                            rt.run(req).error().map(|e| e.to_string())
                         })
                     })
                     .collect();

@@ -133,14 +133,14 @@ pub fn run(args: SkillArgs, engine: Option<&str>) -> ExitCode {
                 req.progress = Some(sink);
                 bar
             });
-            let outcome = rt.run(&req);
+            let outcome = rt.run(req);
             if let Some(bar) = &bar {
                 progress::finish(bar);
             }
             outcome
         }
         // Refused before anything runs, but receipted like any run of a known package.
-        Err(e) => rt.refuse(&req, e),
+        Err(e) => rt.refuse(req, e),
     };
     report(&outcome, args.json);
     if let Some(code) = signals::exit_code() {

@@ -915,6 +915,39 @@ fn queued_requests_hold_their_text_and_a_line_of_too_many_values_is_refused() {
     assert_eq!(s.close().0, 0);
 }
 
+/// A running step holds its inputs once (issue 46, item 4): the server parses a request's
+/// inputs and the run resolves them in place, where it used to resolve a copy. 700,000
+/// `{"a":0}` objects parse to about 700 bytes each (serde_json's map of one key); a second copy
+/// took the server to about 1,430 bytes an object. The call is then refused at the worker's
+/// `input_bytes`, which is checked on the text sent, after both.
+#[test]
+fn a_running_step_holds_its_inputs_once() {
+    const OBJECTS: usize = 700_000;
+    const BYTES_PER_OBJECT: u64 = 1_000;
+    let ws = tempfile::tempdir().unwrap();
+    package(ws.path());
+    let mut s = Session::start(ws.path(), &["--pool-size", "1"]);
+    s.request(json!(0), "inspect", json!({"skill": "steps"}));
+    assert_eq!(s.next()["result"]["skill"], "steps");
+    let pid = s.child.id();
+    let start = peak_rss(pid);
+    let mut line =
+        br#"{"jsonrpc":"2.0","id":1,"method":"run","params":{"skill":"steps","runner":"echo","inputs":{"x":["#
+            .to_vec();
+    line.extend_from_slice(&br#"{"a":0},"#.repeat(OBJECTS - 1));
+    line.extend_from_slice(b"{\"a\":0}]}}}\n");
+    s.send_raw(&line);
+    let v = s.answer(&json!(1));
+    assert_eq!(v["result"]["error"]["code"], "input_bytes", "{v}");
+    let peak = peak_rss(pid);
+    let bound = start + OBJECTS as u64 * BYTES_PER_OBJECT;
+    assert!(
+        peak <= bound,
+        "a step of {OBJECTS} small objects took the server from {start} to {peak} bytes (bound {bound}): its inputs are held twice"
+    );
+    assert_eq!(s.close().0, 0);
+}
+
 #[test]
 fn ctrl_c_interrupts_every_step_answers_and_exits_130() {
     let ws = tempfile::tempdir().unwrap();

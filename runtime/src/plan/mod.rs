@@ -118,7 +118,10 @@ impl Runtime {
 
     fn plan_or_refuse(&self, req: &RunRequest, refused: Option<RunError>) -> PlanOutcome {
         let ctx = self.context(&req.cancel);
-        let (identity, result) = self.with_step(req, refused, |step| plan_step(&ctx, &step));
+        // A plan is small beside its run: it keeps the request whole.
+        let inputs = req.inputs.clone();
+        let (identity, result) =
+            self.with_step(req, inputs, refused, |step| plan_step(&ctx, &step));
         PlanOutcome {
             skill: identity.skill,
             runner: identity.runner,

@@ -180,7 +180,7 @@ fn a_plan_refuses_what_a_run_refuses_without_a_receipt() {
             "{runner:?}: a receipt"
         );
         // A run says the same, and leaves a receipt.
-        let ran = rt.run(&req);
+        let ran = rt.run(req);
         assert_eq!(ran.error(), Some(e), "{runner:?} {inputs}");
         assert_eq!(ran.exit_code(), code);
         assert!(ran.receipt_path.is_some_and(|p| p.exists()));
@@ -194,7 +194,7 @@ fn a_plan_refuses_what_a_run_refuses_without_a_receipt() {
         let refused = rt.refuse_plan(&req, outside.clone());
         assert_eq!(refused.result.as_ref().err(), Some(&outside));
         assert_eq!(refused.exit_code(), 64);
-        let ran = rt.refuse(&req, outside.clone());
+        let ran = rt.refuse(req, outside.clone());
         assert_eq!((ran.skill, ran.runner), (refused.skill, refused.runner));
     }
 }

@@ -949,8 +949,15 @@
   function kind(value) {
     const type = typeof value;
     if (type !== "function") return value === null ? "null" : type;
+    // A class's `prototype` is not writable (a function's is, an arrow function has none):
+    // only then is its text read, which may be long, and runs before every call.
     let text = "";
-    try { text = apply(functionToString, value, []); } catch (_) { /* a revoked proxy */ }
+    try {
+      const own = getOwnPropertyDescriptor(value, "prototype");
+      if (own !== undefined && own.writable === false) text = apply(functionToString, value, []);
+    } catch (_) {
+      // A proxy whose trap throws: a function to call like any other.
+    }
     if (apply(slice, text, [0, 5]) === "class") {
       // A method named `class` prints as `class() {}`: the keyword is followed by a name,
       // `extends`, a body or a comment, never by `(`.
