@@ -33,19 +33,20 @@ impl Caught {
     /// `value`, thrown or a rejection's reason. Reading it may run the module's code (a
     /// `toJSON`, a getter); what that code throws is dropped.
     pub(super) fn of(value: &Value<'_>) -> Caught {
+        if let Some(error) = value.as_exception() {
+            let out_of_memory = error.message().as_deref() == Some("out of memory")
+                && error.get::<_, String>("name").ok().as_deref() == Some("InternalError");
+            return Caught {
+                thrown: Thrown::Error(exception_summary(error)),
+                sign: if out_of_memory {
+                    Sign::OutOfMemory
+                } else {
+                    Sign::Module
+                },
+            };
+        }
         let mut sign = Sign::Module;
         let thrown = match value.type_of() {
-            Type::Exception => {
-                let Some(error) = value.as_exception() else {
-                    unreachable!("an exception-typed value is an exception")
-                };
-                if error.message().as_deref() == Some("out of memory")
-                    && error.get::<_, String>("name").ok().as_deref() == Some("InternalError")
-                {
-                    sign = Sign::OutOfMemory;
-                }
-                Thrown::Error(exception_summary(error))
-            }
             Type::Uninitialized => {
                 sign = Sign::Nothing;
                 Thrown::Nothing
