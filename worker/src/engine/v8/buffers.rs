@@ -3,11 +3,13 @@
 //! V8 keeps the contents of an ArrayBuffer outside its heap, so the isolate's heap limit does
 //! not bound them: `new ArrayBuffer(512 * 2 ** 20)` would simply succeed. QuickJS counts them
 //! in its one memory limit. This allocator gives V8 a bound of the same size: each call may hold
-//! up to `heap_bytes` of contents (beside its `heap_bytes` of JavaScript heap); past it V8
-//! throws `RangeError: Array buffer allocation failed`. The allocator remembers that it refused:
-//! that error is the heap limit only when it did (a module can throw the same error itself).
-//! Resizable buffers (`maxByteLength`) bypass allocators in V8: the prelude charges the
-//! most each one has held to this budget, as fixed buffers kept beside it (see `prelude.js`).
+//! up to `heap_bytes` of contents (beside its `heap_bytes` of JavaScript heap). Past it, V8
+//! collects all it can before it gives up, which so far has always reached the near-heap-limit
+//! callback and ended the call at the heap limit; should V8 throw its `RangeError: Array buffer
+//! allocation failed` instead, the allocator remembers that it refused, and that error is the
+//! heap limit only then (a module can throw the same error itself). Resizable buffers
+//! (`maxByteLength`) bypass allocators in V8: the prelude charges the most each one has held to
+//! this budget, as fixed buffers kept beside it (see `prelude.js`).
 
 use nix::libc;
 use rusty_v8 as v8;
