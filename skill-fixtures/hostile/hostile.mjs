@@ -31,5 +31,8 @@ export function loose() {
 }
 export function deep() { let v = {}; for (let i = 0; i < 100; i++) v = { v }; return v; }
 export function surrogate() { return { items: ["ok", "bad \uD800"] }; }
+// The words the engines use for their limits, thrown by the module: its own failure.
+export function forged() { throw new Error("out of memory"); }
+export function throwNull() { throw null; }
 export function bigThrow() { throw "x".repeat(20 * 1024 * 1024); }
 export function chatty() { console.log("a\uD800b"); for (let i = 0; i < 100000; i++) console.log(); return { ok: true }; }

@@ -396,6 +396,28 @@ fn hostile_modules_fail_typed() {
     assert_eq!(v["result"], json!({"visible": [], "now": 0}));
 }
 
+/// A module that throws the engines' words for a limit fails as itself, in the run and in its
+/// receipt: a receipt never says `heap_bytes` for a value the module threw.
+#[test]
+fn a_thrown_value_is_never_recorded_as_a_limit() {
+    let (ws, _) = workspace_with("hostile");
+    for (runner, message) in [
+        ("forged", "Error: out of memory"),
+        ("null", "the module threw null"),
+    ] {
+        let (v, exit) = json_in(ws.path(), &["skill", "pkg", runner], &[]);
+        assert_eq!(exit, 1, "{runner}: {v}");
+        assert_eq!(v["error"]["kind"], "execution_failed", "{runner}: {v}");
+        assert_eq!(v["error"]["code"], "execution_failed", "{runner}: {v}");
+        let said = v["error"]["message"].as_str().unwrap_or_default();
+        assert!(said.starts_with(message), "{runner}: {v}");
+        let receipt = receipt_of(&v);
+        let failure = &evidence(&receipt)["failure"];
+        assert_eq!(failure["kind"], "execution_failed", "{runner}: {failure}");
+        assert_eq!(failure["code"], "execution_failed", "{runner}: {failure}");
+    }
+}
+
 #[test]
 fn ctrl_c_kills_the_workers() {
     let (ws, _) = workspace_with("hostile");

@@ -709,7 +709,6 @@ pub fn wall_stops_infinite_loops(e: &mut dyn Engine) {
 
 pub fn heap_bombs_hit_the_heap_limit(e: &mut dyn Engine) {
     for src in [
-        "export default () => { let s = 'x'; while (true) s += s; };",
         "export default () => { const a = []; while (true) a.push({ x: [1, 2, 3] }); };",
         "export default () => ({ n: new ArrayBuffer(512 * 2 ** 20).byteLength });",
         "export default () => { const a = []; while (true) a.push(new Uint8Array(2 ** 20)); };",
@@ -732,6 +731,171 @@ pub fn heap_bombs_hit_the_heap_limit(e: &mut dyn Engine) {
         output(run(e, "export default () => ({ ok: 1 });", json!({}))),
         json!({"ok": 1})
     );
+}
+
+/// A value a module throws is the module's failure, whatever it says: only the engine's own
+/// state (its allocator refused, its heap callback fired) makes a failure the heap limit. Each
+/// forgery of the engine's words, beside the real limit reached the same way.
+pub fn a_thrown_value_is_never_a_limit(e: &mut dyn Engine) {
+    let run_source = |e: &mut dyn Engine, src: &str| {
+        let limits = Limits::default().with_wall(std::time::Duration::from_secs(10));
+        failure(run_with(e, &single(src), None, json!({}), &[], limits))
+    };
+    // Texts the engines write when they run out of memory or of string length.
+    let forged = [
+        "new Error('out of memory')",
+        "'out of memory'",
+        "'InternalError: out of memory'",
+        "new RangeError('Invalid string length')",
+        "new RangeError('invalid string length')",
+        "new RangeError('Array buffer allocation failed')",
+        "Object.assign(new Error('string too long'), { name: 'InternalError' })",
+        "Object.assign(new Error('out of memory'), { name: 'InternalError' })",
+        "null",
+    ];
+    for value in forged {
+        for src in [
+            format!("export default () => {{ throw {value}; }};"),
+            format!("export default async () => {{ await null; throw {value}; }};"),
+            format!("export default () => Promise.reject({value});"),
+            format!("throw {value}; export default () => ({{}});"),
+        ] {
+            let f = run_source(e, &src);
+            assert_eq!(f.code, FailureCode::ExecutionFailed, "{src}: {f}");
+            assert_eq!(f.limit, None, "{src}: {f}");
+        }
+    }
+    // A length past what the prelude's ArrayBuffer accepts is an argument error on both.
+    let f = run_source(e, "export default () => new ArrayBuffer(2 ** 32);");
+    assert_eq!(f.code, FailureCode::ExecutionFailed, "{f}");
+
+    // The real limit: a buffer past the budget, uncaught, and the engine's own error thrown
+    // again, are the heap limit.
+    let big = "new ArrayBuffer(100 * 2 ** 20)";
+    for src in [
+        format!("export default () => ({{ n: {big}.byteLength }});"),
+        format!("export default async () => {{ await null; return {{ n: {big}.byteLength }}; }};"),
+        format!("export default () => {{ try {{ {big}; }} catch (e) {{ throw e; }} }};"),
+    ] {
+        let f = run_source(e, &src);
+        assert_eq!(f.code, FailureCode::ResourceLimit, "{src}: {f}");
+        assert_eq!(f.limit, Some(Limit::HeapBytes), "{src}: {f}");
+    }
+    // What a module throws after catching QuickJS's error is its own, in its own words. V8
+    // never hands the module its refusal: the call ends at the heap limit there.
+    for (thrown, message) in [
+        ("String(e)", "InternalError: out of memory"),
+        ("null", "the module threw null"),
+        ("new Error(e.message)", ""),
+        (
+            "{ caught: e.name }",
+            r#"the module threw an object, {"caught":"InternalError"}"#,
+        ),
+    ] {
+        let src =
+            format!("export default () => {{ try {{ {big}; }} catch (e) {{ throw {thrown}; }} }};");
+        let f = run_source(e, &src);
+        if e.name() == "v8" {
+            assert_eq!(f.limit, Some(Limit::HeapBytes), "{src}: {f}");
+            continue;
+        }
+        assert_eq!(f.code, FailureCode::ExecutionFailed, "{src}: {f}");
+        assert_eq!(f.limit, None, "{src}: {f}");
+        if !message.is_empty() {
+            assert_eq!(f.message, message, "{src}");
+        }
+    }
+    // Nor is an error the module throws with the heap nearly full (QuickJS used to read any
+    // failure past 90% of the heap as the limit). V8 never lets the module catch: filling its
+    // heap inside a builtin even ends the process, which in-process is this test's.
+    if e.name() != "v8" {
+        let full = "export default () => { const a = []; try { for (;;) a.push(new Array(1000).fill(1)); } catch (e) { a.length -= 2; throw new Error('mine'); } };";
+        let f = run_source(e, full);
+        assert_eq!(f.code, FailureCode::ExecutionFailed, "{f}");
+        assert!(f.message.starts_with("Error: mine"), "{f}");
+    }
+    // Heap exhaustion by many small objects, on a small heap (QuickJS may have no room left
+    // for its error): the limit, sync or async, as after a forgery in the same call.
+    let small = Limits {
+        heap_bytes: 8 * runx_worker::MIB,
+        ..Limits::default()
+    }
+    .with_wall(std::time::Duration::from_secs(10));
+    for src in [
+        "export default () => { const a = []; for (;;) a.push({ x: [a.length] }); };",
+        "export default async () => { await null; const a = []; for (;;) a.push({ x: [a.length] }); };",
+        "export default () => { try { throw null; } catch (_) {} const a = []; for (;;) a.push({ x: [a.length] }); };",
+    ] {
+        let f = failure(run_with(e, &single(src), None, json!({}), &[], small));
+        assert_eq!(f.limit, Some(Limit::HeapBytes), "{src}: {f}");
+    }
+}
+
+/// Thrown values that are not errors are named for what they are, in the same words on both
+/// engines, thrown or rejected, from the export or from the module's top level.
+pub fn thrown_values_read_alike_on_every_engine(e: &mut dyn Engine) {
+    for (value, message) in [
+        ("null", "the module threw null"),
+        ("undefined", "the module threw undefined"),
+        ("1", "the module threw the number 1"),
+        ("-0", "the module threw the number -0"),
+        (
+            "2 ** -24",
+            "the module threw the number 5.960464477539063e-8",
+        ),
+        ("NaN", "the module threw the number NaN"),
+        ("1n", "the module threw the bigint 1n"),
+        (
+            "-(2n ** 70n)",
+            "the module threw the bigint -1180591620717411303424n",
+        ),
+        ("false", "the module threw the boolean false"),
+        ("Symbol('s')", "the module threw a symbol, Symbol(s)"),
+        ("Symbol()", "the module threw a symbol, Symbol()"),
+        ("{ a: 1 }", r#"the module threw an object, {"a":1}"#),
+        ("[1, 'x']", r#"the module threw an object, [1,"x"]"#),
+        (
+            "{ toJSON() { return undefined; } }",
+            "the module threw an object with no JSON form",
+        ),
+        ("{ b: 1n }", "the module threw an object with no JSON form"),
+        ("() => 1", "the module threw a function"),
+        ("'x'", "x"),
+        ("'null'", "null"),
+        ("''", "the module threw an empty string"),
+    ] {
+        for src in [
+            format!("export default () => {{ throw {value}; }};"),
+            format!("export default async () => {{ throw {value}; }};"),
+            format!("export default () => Promise.reject({value});"),
+            format!("throw {value}; export default () => ({{}});"),
+            format!("await Promise.reject({value}); export default () => ({{}});"),
+        ] {
+            let f = failure(run(e, &src, json!({})));
+            assert_eq!(f.code, FailureCode::ExecutionFailed, "{src}: {f}");
+            assert_eq!(f.message, message, "{src}");
+        }
+    }
+}
+
+/// A string past the engine's longest (2^30 - 1 code units on QuickJS, about 2^29 on V8) is
+/// an argument error the module can catch, not a limit: no engine tells it apart from the same
+/// error thrown by the module. Cheap to reach with ropes, on both engines.
+pub fn a_string_past_the_longest_is_the_modules_failure(e: &mut dyn Engine) {
+    for src in [
+        "export default () => { let s = 'x'; for (;;) s += s; };",
+        "export default () => ({ n: 'x'.repeat(2 ** 30).length });",
+    ] {
+        let f = failure(run(e, src, json!({})));
+        assert_eq!(f.code, FailureCode::ExecutionFailed, "{src}: {f}");
+        assert!(f.message.to_lowercase().contains("string"), "{src}: {f}");
+    }
+    let out = output(run(
+        e,
+        "export default () => { let s = 'x'; try { for (;;) s += s; } catch (e) { return { caught: e instanceof Error }; } };",
+        json!({}),
+    ));
+    assert_eq!(out, json!({"caught": true}));
 }
 
 /// `new Array(1e9).fill(1)` allocates inside a builtin's C++ loop that never checks for
@@ -1648,6 +1812,9 @@ macro_rules! engine_suite {
             case!(wall_stops_infinite_loops);
             case!(heap_bombs_hit_the_heap_limit);
             case!(heap_bomb_in_a_builtin_is_answered_by_the_worker);
+            case!(a_thrown_value_is_never_a_limit);
+            case!(thrown_values_read_alike_on_every_engine);
+            case!(a_string_past_the_longest_is_the_modules_failure);
             case!(infinite_recursion_is_typed);
             case!(nothing_survives_between_calls);
             case!(module_state_and_intrinsics_start_over);

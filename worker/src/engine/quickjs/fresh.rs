@@ -2,6 +2,7 @@
 //! evaluated and installed, and nothing else run in it. The engine makes the next one while the
 //! worker waits for its next call.
 
+use super::budget::Budget;
 use super::loader::{BundleLoader, BundleResolver, Shared};
 use crate::engine::ConsoleLog;
 use crate::engine::globals::ALLOWED_GLOBALS;
@@ -37,6 +38,8 @@ pub(super) struct Fresh {
     pub(super) helpers: Persistent<Object<'static>>,
     pub(super) ctx: Context,
     pub(super) rt: Runtime,
+    /// What the runtime holds against the call's heap limit, and whether the limit refused.
+    pub(super) budget: Rc<Budget>,
     pub(super) shared: Rc<Shared>,
     pub(super) interrupted: Rc<Cell<bool>>,
     /// The call's wall, set when the call starts; none while the prelude runs.
@@ -55,8 +58,10 @@ impl Fresh {
     pub(super) fn new(prelude: Rc<[u8]>) -> Result<Fresh, Failure> {
         let internal = |e: rquickjs::Error| Failure::new(FailureCode::Internal, e.to_string());
         let defaults = Limits::default();
-        let rt = Runtime::new().map_err(internal)?;
-        rt.set_memory_limit(defaults.heap_bytes);
+        // No QuickJS memory limit: the allocator keeps it, so that the engine can tell its
+        // own refusal from a module's text (see `budget`).
+        let (budget, allocator) = Budget::new(defaults.heap_bytes);
+        let rt = Runtime::new_with_alloc(allocator).map_err(internal)?;
         rt.set_max_stack_size(defaults.stack_bytes);
         let interrupted = Rc::new(Cell::new(false));
         let deadline: Rc<Cell<Option<Instant>>> = Rc::new(Cell::new(None));
@@ -82,6 +87,7 @@ impl Fresh {
             helpers,
             ctx,
             rt,
+            budget,
             shared,
             interrupted,
             deadline,

@@ -4,9 +4,9 @@
 //! prove: globals, prototypes, atoms, compiled modules and the heap accounting all go away with
 //! it. It costs a few tens of microseconds next to the context itself.
 
-use crate::engine::bundle::{exception_summary, exception_text};
 use crate::engine::{ConsoleLog, Engine, EngineCall, EngineOutput, MemoryCap, PageInput};
 use crate::wire::failure::{Failure, FailureCode};
+use caught::{Caught, Sign};
 use fresh::{Fresh, Intrinsics};
 use rquickjs::function::This;
 use rquickjs::promise::PromiseState;
@@ -18,11 +18,10 @@ use runx_rules::{Limit, Limits};
 use std::rc::Rc;
 use std::time::Instant;
 
-/// The text of an exception whose value is `null`.
+mod budget;
+mod caught;
 mod fresh;
 mod loader;
-
-const NULL_EXCEPTION: &str = "null";
 
 const PRELUDE: &str = include_str!("../prelude.js");
 
@@ -160,7 +159,7 @@ impl Session {
     /// Gives a fresh runtime the call's limits, wall and modules.
     fn start(call: &EngineCall<'_>, fresh: Fresh) -> Session {
         let limits = call.limits;
-        fresh.rt.set_memory_limit(limits.heap_bytes);
+        fresh.budget.start_call(limits.heap_bytes);
         fresh.rt.set_max_stack_size(limits.stack_bytes);
         fresh.log_bound.set(limits.log_bytes);
         fresh.deadline.set(Some(Instant::now() + limits.wall()));
@@ -169,25 +168,6 @@ impl Session {
     }
 
     fn run(&self, call: &EngineCall<'_>) -> Result<Vec<u8>, Failure> {
-        self.phases(call).map_err(|f| self.heap_exhaustion(f))
-    }
-
-    /// When memory is exhausted QuickJS may be unable to even allocate its error object and
-    /// throws `null`; a failure while the heap is nearly full is reported as the heap limit.
-    fn heap_exhaustion(&self, f: Failure) -> Failure {
-        if f.limit.is_some() || f.code != FailureCode::ExecutionFailed {
-            return f;
-        }
-        // A `null` exception with no stack is what an allocation failure inside the error
-        // constructor leaves behind (a module that literally throws `null` is reported the same).
-        let used = usize::try_from(self.fresh.rt.memory_usage().malloc_size).unwrap_or(0);
-        if used >= self.limits.heap_bytes / 10 * 9 || f.message == NULL_EXCEPTION {
-            return Failure::exceeded(Limit::HeapBytes, &self.limits);
-        }
-        f
-    }
-
-    fn phases(&self, call: &EngineCall<'_>) -> Result<Vec<u8>, Failure> {
         let prepared = self.fresh.ctx.with(|ctx| self.prepare(&ctx, call))?;
         self.drain_jobs()?;
         let returned = self
@@ -403,12 +383,12 @@ impl Session {
                 .unwrap_or_else(|| Ok(Value::new_undefined(ctx.clone())))
                 .map_err(|_| self.failure(ctx, FailureCode::ExecutionFailed)),
             PromiseState::Rejected => {
-                let reason = promise
-                    .result::<Value>()
-                    .map(|r| r.map(|v| describe(&v)))
-                    .unwrap_or_else(|| Ok(String::new()))
-                    .unwrap_or_else(|_| exception_text(ctx));
-                Err(self.classify(FailureCode::ExecutionFailed, &reason))
+                let reason = match promise.result::<Value>() {
+                    Some(Ok(reason)) => Caught::of(&reason),
+                    Some(Err(_)) => Caught::pending(ctx),
+                    None => Caught::of(&Value::new_undefined(ctx.clone())),
+                };
+                Err(self.classify(FailureCode::ExecutionFailed, reason))
             }
             PromiseState::Pending => Err(Failure::new(
                 FailureCode::ExecutionFailed,
@@ -425,8 +405,8 @@ impl Session {
                 Ok(true) => {}
                 Ok(false) => return Ok(()),
                 Err(job) => {
-                    let text = job.0.with(|ctx| exception_text(&ctx));
-                    return Err(self.classify(FailureCode::ExecutionFailed, &text));
+                    let caught = job.0.with(|ctx| Caught::pending(&ctx));
+                    return Err(self.classify(FailureCode::ExecutionFailed, caught));
                 }
             }
         }
@@ -434,45 +414,40 @@ impl Session {
 
     /// The failure for the exception pending on `ctx`.
     fn failure(&self, ctx: &Ctx<'_>, code: FailureCode) -> Failure {
-        let text = exception_text(ctx);
-        self.classify(code, &text)
+        self.classify(code, Caught::pending(ctx))
+    }
+
+    /// Whether `caught` is QuickJS's own answer to the heap limit: the allocator refused memory
+    /// in this call, and the value is what QuickJS throws then (its `InternalError: out of
+    /// memory`; `null` only once even the reserve after the first refusal ran out). The same
+    /// value thrown by the module without a refusal, or any other value the module throws after
+    /// catching one, is the module's.
+    fn out_of_memory(&self, caught: &Caught) -> bool {
+        let budget = &self.fresh.budget;
+        match caught.sign {
+            Sign::OutOfMemory | Sign::Nothing => budget.refused(),
+            Sign::Null => budget.spent(),
+            Sign::Module => false,
+        }
     }
 
     /// Maps an exception to a failure: limits first (they explain everything after them), then
-    /// refused imports, then the stage's own code.
-    fn classify(&self, code: FailureCode, text: &str) -> Failure {
+    /// refused imports, then the stage's own code with what was thrown.
+    fn classify(&self, code: FailureCode, caught: Caught) -> Failure {
         if self.fresh.interrupted.get() {
             return Failure::exceeded(Limit::WallMilliseconds, &self.limits);
         }
-        // As the V8 engine reads its texts: running out of memory or a string past the
-        // engine's longest; an invalid array length is an argument error.
-        if text.contains("out of memory")
-            || text.contains("string too long")
-            || text.contains("invalid string length")
-        {
+        if self.out_of_memory(&caught) {
             return Failure::exceeded(Limit::HeapBytes, &self.limits);
         }
+        let text = caught.thrown.text();
         if text.contains("Maximum call stack size exceeded") || text.contains("stack overflow") {
             return Failure::exceeded(Limit::StackBytes, &self.limits);
         }
         if let Some(spec) = self.fresh.shared.rejected.borrow().clone() {
             return Failure::new(FailureCode::ModuleRejected, spec);
         }
-        Failure::thrown(code, text)
-    }
-}
-
-/// Formats a thrown or rejected value.
-fn describe(v: &Value<'_>) -> String {
-    if let Some(ex) = v.as_exception() {
-        return exception_summary(ex);
-    }
-    if let Some(s) = v.as_string().and_then(|s| s.to_string().ok()) {
-        return s;
-    }
-    match v.ctx().json_stringify(v.clone()) {
-        Ok(Some(s)) => s.to_string().unwrap_or_default(),
-        _ => format!("a thrown {}", v.type_name()),
+        Failure::thrown(code, &text)
     }
 }
 

@@ -3,7 +3,7 @@
 
 use super::modules;
 use super::state::{CallState, Scope};
-use super::thrown::{caught, classify, rejection_text};
+use super::thrown::{Caught, caught, classify, read};
 use crate::engine::globals::ALLOWED_GLOBALS;
 use crate::engine::{EngineCall, PageInput};
 use crate::wire::failure::{Failure, FailureCode};
@@ -232,8 +232,8 @@ impl Phases<'_> {
             v8::PromiseState::Fulfilled => Ok(promise.result(tc)),
             v8::PromiseState::Rejected => {
                 let reason = promise.result(tc);
-                let text = rejection_text(tc, reason);
-                Err(self.classify(FailureCode::ExecutionFailed, &text))
+                let caught = read(tc, reason);
+                Err(self.classify(FailureCode::ExecutionFailed, caught))
             }
             v8::PromiseState::Pending => Err(Failure::new(
                 FailureCode::ExecutionFailed,
@@ -247,14 +247,14 @@ impl Phases<'_> {
     /// The failure for the exception caught by `tc` (none when execution was terminated: the
     /// engine then reports the limit that terminated it).
     fn fail(&self, tc: &mut Scope<'_, '_, '_, '_>, code: FailureCode) -> Failure {
-        let text = caught(tc);
-        self.classify(code, &text)
+        let caught = caught(tc);
+        self.classify(code, caught)
     }
 
     /// Maps an exception to a failure, as the QuickJS engine does: limits first (they explain
     /// everything after them), then refused imports, then the stage's own code.
-    fn classify(&self, code: FailureCode, text: &str) -> Failure {
-        classify(self.state, code, text)
+    fn classify(&self, code: FailureCode, caught: Caught) -> Failure {
+        classify(self.state, code, caught)
     }
 }
 
@@ -331,7 +331,7 @@ fn page_inputs<'s>(
     {
         return Err(Failure::new(
             FailureCode::InvalidRequest,
-            format!("the page cannot be attached: {}", caught(tc)),
+            format!("the page cannot be attached: {}", caught(tc).thrown.text()),
         ));
     }
     Ok(inputs.into())

@@ -176,7 +176,7 @@ impl Engine for V8 {
         let Some(instance) = self.instance.as_mut() else {
             unreachable!("the isolate was just made")
         };
-        let state = Rc::new(CallState::new(call));
+        let state = Rc::new(CallState::new(call, instance.buffers.clone()));
         let (result, keep) = instance.run(call, &state);
         if !keep {
             self.instance = None;
@@ -219,6 +219,8 @@ struct Instance {
     /// The index of the prelude's helpers in the snapshot data of each context.
     helpers: usize,
     heap: Box<HeapGuard>,
+    /// The ArrayBuffer budget's refusals.
+    buffers: buffers::Buffers,
     heap_bytes: usize,
     /// Calls run on this isolate so far.
     calls: u64,
@@ -235,11 +237,12 @@ impl Instance {
 
     /// An isolate for `limits` made from `startup`.
     fn from_snapshot(limits: &Limits, startup: snapshot::Startup) -> Result<Instance, Failure> {
+        let (allocator, budget) = buffers::allocator(limits.heap_bytes);
         let params = v8::CreateParams::default()
             .snapshot_blob(v8::StartupData::from(startup.blob))
             .external_references(snapshot::external_references())
             .heap_limits(0, limits.heap_bytes)
-            .array_buffer_allocator(buffers::allocator(limits.heap_bytes));
+            .array_buffer_allocator(allocator);
         let mut isolate = v8::Isolate::new(params);
         isolate.set_microtasks_policy(v8::MicrotasksPolicy::Explicit);
         isolate.set_oom_error_handler(out_of_memory);
@@ -262,6 +265,7 @@ impl Instance {
             isolate,
             helpers: startup.helpers,
             heap,
+            buffers: budget,
             heap_bytes: limits.heap_bytes,
             calls: 0,
         })
@@ -283,6 +287,7 @@ impl Instance {
         self.calls += 1;
         self.isolate.cancel_terminate_execution();
         self.heap.hit.store(false, Ordering::SeqCst);
+        self.buffers.start_call();
         stack::limit(&mut self.isolate, limits.stack_bytes);
         self.isolate.set_slot(state.clone());
         let started = Instant::now();

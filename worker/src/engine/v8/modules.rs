@@ -7,7 +7,7 @@
 //! `main.mjs:1:7` as they do on QuickJS.
 
 use super::state::{CallState, Scope};
-use super::thrown::{caught, classify};
+use super::thrown::{Caught, caught, classify};
 use crate::wire::failure::{Failure, FailureCode};
 use rusty_v8 as v8;
 use std::rc::Rc;
@@ -48,8 +48,8 @@ pub(super) fn load<'s>(
     match root.instantiate_module(tc, resolve_compiled) {
         Some(true) => Ok(root),
         _ => {
-            let text = caught(tc);
-            Err(classify(state, FailureCode::ModuleRejected, &text))
+            let caught = caught(tc);
+            Err(classify(state, FailureCode::ModuleRejected, caught))
         }
     }
 }
@@ -105,7 +105,11 @@ fn compile<'s>(
     let mut source = v8::script_compiler::Source::new(text, Some(&origin));
     let Some(module) = v8::script_compiler::compile_module(tc, &mut source) else {
         let text = located(tc);
-        return Err(classify(state, FailureCode::ModuleRejected, &text));
+        return Err(classify(
+            state,
+            FailureCode::ModuleRejected,
+            Caught::error(text),
+        ));
     };
     state
         .modules
@@ -116,7 +120,7 @@ fn compile<'s>(
 
 /// The caught exception's text with the place it points to (a syntax error's stack has none).
 fn located(tc: &mut Scope<'_, '_, '_, '_>) -> String {
-    let text = caught(tc);
+    let text = caught(tc).thrown.text();
     let Some(message) = tc.message() else {
         return text;
     };

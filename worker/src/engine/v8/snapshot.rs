@@ -145,7 +145,7 @@ mod tests {
             probe: false,
         };
         let mut instance = Instance::from_snapshot(&call.limits, startup).expect("an isolate");
-        let state = Rc::new(CallState::new(&call));
+        let state = Rc::new(CallState::new(&call, instance.buffers.clone()));
         let (result, _) = instance.run(&call, &state);
         String::from_utf8(result.expect("the call answers")).expect("UTF-8")
     }

@@ -1,6 +1,7 @@
 //! What the callbacks of one call (console, module resolution, dynamic import) share with it,
 //! and the scope every phase of the call works in.
 
+use super::buffers::Buffers;
 use crate::engine::ConsoleLog;
 use crate::engine::EngineCall;
 use crate::engine::bundle::ModuleBundle;
@@ -18,6 +19,8 @@ pub(super) type Scope<'a, 'b, 's, 'i> =
 pub(super) struct CallState {
     pub(super) bundle: Arc<ModuleBundle>,
     pub(super) limits: Limits,
+    /// The isolate's ArrayBuffer budget: whether it refused during this call.
+    pub(super) buffers: Buffers,
     /// What the call wrote through `console`.
     pub(super) log: RefCell<ConsoleLog>,
     pub(super) log_bound: usize,
@@ -28,10 +31,11 @@ pub(super) struct CallState {
 }
 
 impl CallState {
-    pub(super) fn new(call: &EngineCall<'_>) -> CallState {
+    pub(super) fn new(call: &EngineCall<'_>, buffers: Buffers) -> CallState {
         CallState {
             bundle: call.bundle.clone(),
             limits: call.limits,
+            buffers,
             log: RefCell::new(ConsoleLog::default()),
             log_bound: call.limits.log_bytes,
             modules: RefCell::new(Vec::new()),
