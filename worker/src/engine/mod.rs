@@ -17,6 +17,7 @@ pub(crate) mod fatal;
 pub(crate) mod globals;
 pub(crate) mod math;
 pub(crate) mod quickjs;
+pub(crate) mod stack;
 #[cfg(feature = "v8")]
 pub(crate) mod v8;
 

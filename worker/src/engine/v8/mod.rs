@@ -94,8 +94,9 @@ use watchdog::Watchdog;
 /// worker holding a 60 MiB buffer and 40 MiB of objects measured 175 MiB here.
 const DATA_BYTES: u64 = 512 * 1024 * 1024;
 
-/// Background threads of V8's platform (concurrent GC and compilation), as Node.js and
-/// deno_core cap them.
+/// Background threads of V8's platform, as Node.js and deno_core cap them. Under
+/// `--single-threaded` (`runx_v8_snapshot::FLAGS`) V8 posts no compilation or collection to
+/// them, so that no outcome depends on their timing.
 const PLATFORM_THREADS: u32 = 4;
 
 /// Foreground tasks V8 posted (GC and compiler housekeeping) run after a call, at most this
@@ -283,7 +284,10 @@ impl Instance {
         self.calls += 1;
         self.isolate.cancel_terminate_execution();
         self.heap.hit.store(false, Ordering::SeqCst);
-        stack::limit(&mut self.isolate, limits.stack_bytes);
+        stack::limit(
+            &mut self.isolate,
+            crate::engine::stack::usable(limits.stack_bytes),
+        );
         self.isolate.set_slot(state.clone());
         let started = Instant::now();
         self.watchdog.arm(started + limits.wall());
