@@ -22,7 +22,7 @@ use sha2::{Digest, Sha256};
 /// `heap_bytes` from run to run. Compilation and collection now run on the call's thread, at
 /// points set by what the call did. It costs a call that allocates much about a third more
 /// wall (its collections no longer use the second core) and a tenth less CPU in all
-/// (`docs/src/engines.md`, "Outcomes at a limit").
+/// (`docs/src/engines.md`, "Recursion depth, and outcomes at a limit").
 pub const FLAGS: &str = "--no-js-atomics-pause --no-harmony-temporal --predictable --single-threaded --predictable-gc-schedule";
 
 /// The layout of a recipe's key and of what the maker does with a recipe: part of every key, so

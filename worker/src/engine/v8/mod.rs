@@ -59,9 +59,9 @@
 //! memory ([`MemoryCap::Data`]). V8 cannot fail an allocation softly: when a builtin that never
 //! checks for termination keeps allocating, V8 ends the process, and its out-of-memory handler
 //! first answers the call as `heap_bytes` through [`crate::engine::fatal`]. The stack limit is
-//! `stack_bytes` below the stack position where the isolate was made (V8 takes it as an
-//! address), and the wall is a watchdog thread calling `TerminateExecution`. An isolate is made
-//! for one pair of heap and stack limits; a call that narrows either gets a new one.
+//! `stack_bytes` below the frame that starts each call (V8 takes it as an address; module
+//! `stack`), and the wall is a watchdog thread calling `TerminateExecution`. An isolate is made
+//! for one heap limit; a call that narrows it gets a new one.
 
 use crate::engine::{ConsoleLog, Engine, EngineCall, EngineOutput, MemoryCap};
 use crate::wire::failure::{Failure, FailureCode};
