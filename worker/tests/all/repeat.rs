@@ -86,6 +86,15 @@ pub fn the_guaranteed_depth_fits_in_the_default_stack(e: &mut dyn Engine) {
             e.name()
         );
     }
+    // And in a worker process, on its engine thread.
+    let command = super::pool::worker_command().engine(e.name());
+    let pool = Pool::new(PoolConfig::new(command).size(1)).expect("a pool");
+    for (source, expected) in [cases[0], cases[2]] {
+        let reply = pool
+            .call(&Call::new(single(source), None, b"{}".to_vec()))
+            .expect("an answer");
+        assert_eq!(String::from_utf8_lossy(&reply.output), expected, "{source}");
+    }
 }
 
 /// Past the limit, a recursion ends at the same depth on every run, caught or not; under the
