@@ -12,7 +12,18 @@ use sha2::{Digest, Sha256};
 /// - Temporal: the prelude deletes the global, but V8 would install it again in every
 ///   deserialised context, with `Date.prototype.toTemporalInstant`, a way back to it (and
 ///   `Temporal.Now` reads the real clock).
-pub const FLAGS: &str = "--no-js-atomics-pause --no-harmony-temporal";
+///
+/// And no work on background threads, so that timing decides no outcome (`--predictable
+/// --single-threaded`): with concurrent compilation, the point where a function moves to a
+/// faster tier (whose frames are smaller, and which writes other NaN bits) depended on when a
+/// background compile finished, so one recursion overflowed at 10,067 or 18,346 frames and a
+/// `Float64Array` got other NaN bits from one run to the next; with concurrent or parallel
+/// collection, and the memory reducer's timers, 810,000 small objects passed or failed
+/// `heap_bytes` from run to run. Compilation and collection now run on the call's thread, at
+/// points set by what the call did. It costs a call that allocates much about a third more
+/// wall (its collections no longer use the second core) and a tenth less CPU in all
+/// (`docs/src/engines.md`, "Recursion depth, and outcomes at a limit").
+pub const FLAGS: &str = "--no-js-atomics-pause --no-harmony-temporal --predictable --single-threaded --predictable-gc-schedule";
 
 /// The layout of a recipe's key and of what the maker does with a recipe: part of every key, so
 /// a change here refuses every blob made before it.

@@ -18,6 +18,7 @@ pub(crate) mod globals;
 pub(crate) mod math;
 pub(crate) mod quickjs;
 pub(crate) mod thrown;
+pub(crate) mod stack;
 #[cfg(feature = "v8")]
 pub(crate) mod v8;
 

@@ -13,7 +13,7 @@ use std::io;
 
 /// Stack of the thread the engine runs on. The worker sets it itself, so the caller's stack
 /// limit (`ulimit -s`) never decides whether deep recursion is a `stack_bytes` failure or a
-/// crash: the engine's own limit ([`runx_rules::Limits::stack_bytes`], at most 1 MiB) is checked well
+/// crash: the engine's own limit ([`runx_rules::Limits::stack_bytes`], at most 8 MiB) is checked well
 /// inside it, with room left for the native frames of builtins and of the worker.
 pub const ENGINE_STACK_BYTES: usize = 16 * 1024 * 1024;
 

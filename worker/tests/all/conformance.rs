@@ -1793,8 +1793,10 @@ macro_rules! engine_suite {
                 ($name:ident) => {
                     #[test]
                     fn $name() {
-                        let mut engine = $make;
-                        super::$name(&mut engine);
+                        super::super::on_engine_thread(|| {
+                            let mut engine = $make;
+                            super::$name(&mut engine);
+                        });
                     }
                 };
             }

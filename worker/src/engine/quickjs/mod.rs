@@ -160,7 +160,9 @@ impl Session {
     fn start(call: &EngineCall<'_>, fresh: Fresh) -> Session {
         let limits = call.limits;
         fresh.budget.start_call(limits.heap_bytes);
-        fresh.rt.set_max_stack_size(limits.stack_bytes);
+        fresh
+            .rt
+            .set_max_stack_size(crate::engine::stack::usable(limits.stack_bytes));
         fresh.log_bound.set(limits.log_bytes);
         fresh.deadline.set(Some(Instant::now() + limits.wall()));
         *fresh.shared.bundle.borrow_mut() = Some(call.bundle.clone());

@@ -59,9 +59,9 @@
 //! memory ([`MemoryCap::Data`]). V8 cannot fail an allocation softly: when a builtin that never
 //! checks for termination keeps allocating, V8 ends the process, and its out-of-memory handler
 //! first answers the call as `heap_bytes` through [`crate::engine::fatal`]. The stack limit is
-//! `stack_bytes` below the stack position where the isolate was made (V8 takes it as an
-//! address), and the wall is a watchdog thread calling `TerminateExecution`. An isolate is made
-//! for one pair of heap and stack limits; a call that narrows either gets a new one.
+//! `stack_bytes` below the frame that starts each call (V8 takes it as an address; module
+//! `stack`), and the wall is a watchdog thread calling `TerminateExecution`. An isolate is made
+//! for one heap limit; a call that narrows it gets a new one.
 
 use crate::engine::{ConsoleLog, Engine, EngineCall, EngineOutput, MemoryCap};
 use crate::wire::failure::{Failure, FailureCode};
@@ -94,8 +94,9 @@ use watchdog::Watchdog;
 /// worker holding a 60 MiB buffer and 40 MiB of objects measured 175 MiB here.
 const DATA_BYTES: u64 = 512 * 1024 * 1024;
 
-/// Background threads of V8's platform (concurrent GC and compilation), as Node.js and
-/// deno_core cap them.
+/// Background threads of V8's platform, as Node.js and deno_core cap them. Under
+/// `--single-threaded` (`runx_v8_snapshot::FLAGS`) V8 posts no compilation or collection to
+/// them, so that no outcome depends on their timing.
 const PLATFORM_THREADS: u32 = 4;
 
 /// Foreground tasks V8 posted (GC and compiler housekeeping) run after a call, at most this
@@ -288,7 +289,10 @@ impl Instance {
         self.isolate.cancel_terminate_execution();
         self.heap.hit.store(false, Ordering::SeqCst);
         self.buffers.start_call();
-        stack::limit(&mut self.isolate, limits.stack_bytes);
+        stack::limit(
+            &mut self.isolate,
+            crate::engine::stack::usable(limits.stack_bytes),
+        );
         self.isolate.set_slot(state.clone());
         let started = Instant::now();
         self.watchdog.arm(started + limits.wall());

@@ -28,6 +28,7 @@ pub(super) fn limit(isolate: &mut v8::OwnedIsolate, stack_bytes: usize) {
     let limit = (std::ptr::addr_of!(here) as usize).saturating_sub(stack_bytes);
     // SAFETY: the pointer is the live isolate owned by `isolate`, entered on this thread (the
     // only thread that uses it); `SetStackLimit` only stores the address, which lies within
-    // this thread's stack, `stack_bytes` (at most 1 MiB) below the current frame.
+    // this thread's stack: the caller passes `stack_bytes` narrowed to what the thread has
+    // below this frame (`engine::stack::usable`).
     unsafe { v8_isolate_set_stack_limit(isolate.as_raw_isolate_ptr(), limit) };
 }
