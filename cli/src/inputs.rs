@@ -70,6 +70,22 @@ pub enum InputsError {
         /// Offset of the first invalid byte.
         offset: usize,
     },
+    /// A JSON object of the inputs names a key twice. serde_json keeps the last and other
+    /// readers the first, so the run and a log of the request could disagree; refused, as
+    /// `runx serve` refuses such a line.
+    #[error(
+        "{source_name} names a key twice: {message} at line {line} column {column}; give each key once"
+    )]
+    DuplicateKey {
+        /// The file, `stdin`, or `input `KEY``.
+        source_name: String,
+        /// 1-based line.
+        line: usize,
+        /// 1-based column.
+        column: usize,
+        /// What the check said (`duplicate key `name``).
+        message: String,
+    },
     /// An inputs file or stdin is not JSON.
     #[error("{source_name} is not valid JSON: {message} at line {line} column {column}")]
     InvalidJson {
@@ -121,6 +137,7 @@ impl InputsError {
             InputsError::TooLarge { .. } => INPUTS_BYTES.name,
             InputsError::NotUtf8 { .. } => "not_utf8",
             InputsError::InvalidJson { .. } | InputsError::KvInvalidJson { .. } => "invalid_json",
+            InputsError::DuplicateKey { .. } => "duplicate_key",
             InputsError::NotObject { .. } => "not_object",
             InputsError::UnsafeInteger { .. } => "unsafe_integer",
         }
@@ -201,6 +218,9 @@ pub fn parse_kv(pairs: &[String]) -> Result<Map<String, Value>, InputsError> {
         }
         let value =
             serde_json::from_str::<Value>(raw).unwrap_or_else(|_| Value::String(raw.to_string()));
+        if !value.is_string() {
+            unique(raw, &format!("input `{key}`"))?;
+        }
         exact(raw, &value, &format!("input `{key}`"))?;
         if out.insert(key.to_string(), value).is_some() {
             return Err(InputsError::KvDuplicate {
@@ -230,6 +250,7 @@ pub fn parse_pairs(
             // Where, not serde's token names (`expected ident`).
             message: format!("at character {}", e.column()),
         })?;
+        unique(raw, &format!("input `{key}`"))?;
         exact(raw, &value, &format!("input `{key}`"))?;
         if out.insert(key.to_string(), value).is_some() {
             return Err(InputsError::KvDuplicate {
@@ -306,6 +327,7 @@ pub fn parse_object(bytes: &[u8], source: &str) -> Result<Map<String, Value>, In
             message,
         }
     })?;
+    unique(text, source)?;
     exact(text, &value, source)?;
     match value {
         Value::Object(map) => Ok(map),
@@ -314,6 +336,20 @@ pub fn parse_object(bytes: &[u8], source: &str) -> Result<Map<String, Value>, In
             actual: ValueType::describe(&other),
         }),
     }
+}
+
+/// Refuses JSON `text` (already known to parse) whose objects name a key twice, at any depth.
+fn unique(text: &str, source: &str) -> Result<(), InputsError> {
+    runx_receipts::check_unique(text.as_bytes()).map_err(|e| {
+        let full = e.to_string();
+        let suffix = format!(" at line {} column {}", e.line(), e.column());
+        InputsError::DuplicateKey {
+            source_name: source.to_string(),
+            line: e.line(),
+            column: e.column(),
+            message: full.strip_suffix(&suffix).unwrap_or(&full).to_string(),
+        }
+    })
 }
 
 /// Refuses an integer literal of `text` beyond 64 bits (read as a double, so the value no
@@ -426,6 +462,28 @@ mod tests {
             "{e}"
         );
         assert!(e.to_string().ends_with("at line 3 column 1"), "{e}");
+        let strings = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        // One rule wherever a caller's JSON enters (`runx serve` refuses the same line): a key
+        // named twice is refused, at any depth, in a file, on stdin and in a pair.
+        let e = parse_object(br#"{"name": "Alice", "name": "Mallory"}"#, "stdin").expect_err("dup");
+        assert_eq!(e.code(), "duplicate_key");
+        assert_eq!(
+            e.to_string(),
+            "stdin names a key twice: duplicate key `name` at line 1 column 24; give each key once"
+        );
+        let e = parse_object(br#"{"a": [{"b": 1, "b": 2}]}"#, "inputs.json").expect_err("deep");
+        assert!(matches!(e, InputsError::DuplicateKey { .. }), "{e:?}");
+        let e = parse_pairs(&strings(&[r#"x={"k":1,"k":2}"#]), &[]).expect_err("pair");
+        assert!(
+            e.to_string().starts_with("input `x` names a key twice"),
+            "{e}"
+        );
+        let e = parse_pairs(&[], &strings(&[r#"x={"k":1,"k":2}"#])).expect_err("json pair");
+        assert!(matches!(e, InputsError::DuplicateKey { .. }), "{e:?}");
+        assert_eq!(
+            Value::Object(parse_pairs(&strings(&["x={\"k\":1,\"j\":2}"]), &[]).expect("distinct")),
+            json!({"x": {"k": 1, "j": 2}})
+        );
         let e = parse_object(b"[1]", "stdin").expect_err("array");
         assert_eq!(
             e.to_string(),

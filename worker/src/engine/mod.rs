@@ -17,8 +17,8 @@ pub(crate) mod fatal;
 pub(crate) mod globals;
 pub(crate) mod math;
 pub(crate) mod quickjs;
-pub(crate) mod thrown;
 pub(crate) mod stack;
+pub(crate) mod thrown;
 #[cfg(feature = "v8")]
 pub(crate) mod v8;
 
