@@ -7,6 +7,7 @@
 //! each connection a header deadline, and refuses a request without the bearer token (401)
 //! when the server has one. A non-loopback address needs a token.
 
+use crate::duplicates::screen_body;
 use crate::error::McpError;
 use crate::server::McpServer;
 use http::{Request, Response, StatusCode, header};
@@ -138,7 +139,37 @@ pub async fn serve_http(
                     if let Some(refused) = refuse(&request, token.as_deref()) {
                         return Ok::<_, Infallible>(refused);
                     }
-                    Ok(service.handle(request).await)
+                    if request.method() != http::Method::POST {
+                        return Ok(service.handle(request).await);
+                    }
+                    // The body is read here, within the same bound rmcp keeps, so that a
+                    // message naming a key twice is refused before rmcp parses it.
+                    let (parts, body) = request.into_parts();
+                    let bytes = match http_body_util::Limited::new(body, max_body_bytes)
+                        .collect()
+                        .await
+                    {
+                        Ok(collected) => collected.to_bytes(),
+                        Err(_) => {
+                            return Ok(plain(
+                                StatusCode::PAYLOAD_TOO_LARGE,
+                                "payload too large: the body is over the server's message limit, or was cut off",
+                            ));
+                        }
+                    };
+                    if let Some(refusal) = screen_body(&bytes) {
+                        let mut response =
+                            Response::new(Full::new(Bytes::from(refusal.to_string())).boxed());
+                        *response.status_mut() = StatusCode::BAD_REQUEST;
+                        response.headers_mut().insert(
+                            header::CONTENT_TYPE,
+                            http::HeaderValue::from_static("application/json"),
+                        );
+                        return Ok(response);
+                    }
+                    Ok(service
+                        .handle(Request::from_parts(parts, Full::new(bytes)))
+                        .await)
                 }
             });
             let connection = http1::Builder::new()

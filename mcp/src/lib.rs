@@ -44,6 +44,7 @@ mod call;
 mod catalog;
 mod config;
 mod describe;
+mod duplicates;
 mod error;
 mod http;
 mod naming;

@@ -8,25 +8,36 @@
 //! One thin layer sits between the transport and rmcp ([`Opening`]): rmcp ends a session whose
 //! first message is not a request, so a client's early `notifications/initialized` (or any
 //! stray notification or response) would end the server; until a session opens, those are
-//! dropped instead, since nothing may be said to them.
+//! dropped instead, since nothing may be said to them. Below the transport, each line is
+//! checked for a key named twice (`duplicates`), and such a line is answered `-32700` in its
+//! place.
 
+use crate::duplicates::{REFUSED_METHOD, Screened};
 use crate::error::McpError;
 use crate::server::McpServer;
-use rmcp::model::{ClientRequest, JsonRpcMessage, JsonRpcRequest};
+use rmcp::model::{
+    ClientNotification, ClientRequest, ErrorData, JsonRpcMessage, JsonRpcNotification,
+    JsonRpcRequest,
+};
 use rmcp::service::{QuitReason, RoleServer, RxJsonRpcMessage, TxJsonRpcMessage, serve_server};
 use rmcp::transport::Transport;
 use rmcp::transport::async_rw::AsyncRwTransport;
 use std::future::Future;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Serves `server` on this process's stdin and stdout until the client closes stdin. Calls
 /// still running then are given five seconds to answer (rmcp's drain), then cancelled.
 pub async fn serve_stdio(server: McpServer, max_message_bytes: usize) -> Result<(), McpError> {
     let (read, write) = rmcp::transport::stdio_pipes();
+    let read = Screened::new(read, max_message_bytes);
+    let owed = read.owed.clone();
     let transport = AsyncRwTransport::<RoleServer, _, _>::new(read, write)
         .with_max_line_length(max_message_bytes);
     let transport = Opening {
         inner: transport,
         open: false,
+        owed,
     };
     let running = match serve_server(server, transport).await {
         Ok(r) => r,
@@ -47,10 +58,13 @@ pub async fn serve_stdio(server: McpServer, max_message_bytes: usize) -> Result<
 }
 
 /// A transport that drops what is not a request until a session opens (an `initialize`, or a
-/// first request other than `ping` and `server/discover`, which rmcp answers before one).
+/// first request other than `ping` and `server/discover`, which rmcp answers before one), and
+/// answers the lines [`Screened`] refused for naming a key twice, in their place in the stream.
 struct Opening<T> {
     inner: T,
     open: bool,
+    /// Refusals put in the stream and not answered yet (see [`Screened`]).
+    owed: Arc<AtomicU64>,
 }
 
 impl<T: Transport<RoleServer>> Transport<RoleServer> for Opening<T> {
@@ -66,6 +80,31 @@ impl<T: Transport<RoleServer>> Transport<RoleServer> for Opening<T> {
     async fn receive(&mut self) -> Option<RxJsonRpcMessage<RoleServer>> {
         loop {
             let message = self.inner.receive().await?;
+            if let JsonRpcMessage::Notification(JsonRpcNotification {
+                notification: ClientNotification::CustomNotification(n),
+                ..
+            }) = &message
+                && n.method == REFUSED_METHOD
+                && self
+                    .owed
+                    .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
+                    .is_ok()
+            {
+                let text = n
+                    .params
+                    .as_ref()
+                    .and_then(|p| p.get("message"))
+                    .and_then(|m| m.as_str())
+                    .unwrap_or("a key is named twice")
+                    .to_string();
+                tracing::info!("refused a message: {text}");
+                let refusal =
+                    TxJsonRpcMessage::<RoleServer>::error(ErrorData::parse_error(text, None), None);
+                if self.inner.send(refusal).await.is_err() {
+                    return None;
+                }
+                continue;
+            }
             if self.open {
                 return Some(message);
             }

@@ -809,3 +809,52 @@ fn bad_packages_and_flags_are_usage_errors() {
     assert_eq!(out.status.code(), Some(64));
     assert!(String::from_utf8_lossy(&out.stderr).contains("hello.greet"));
 }
+
+/// One rule wherever a caller's JSON enters (issue 43, item 6): a message that names a key twice
+/// is refused `-32700` before rmcp parses it (serde_json kept the last, so a `tools/call` of
+/// `{"name":"Alice","name":"Mallory"}` ran as Mallory), over stdio in its place in the stream,
+/// and the session goes on; over HTTP with 400.
+#[test]
+fn a_message_naming_a_key_twice_is_refused_on_both_transports() {
+    let ws = tempfile::tempdir().unwrap();
+    let mut m = Mcp::fixtures(ws.path(), LATEST, &[]);
+    m.send_raw(
+        br#"{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"hello","arguments":{"name":"Alice","name":"Mallory"}}}
+"#,
+    );
+    let refused = m
+        .next_within(PATIENCE)
+        .expect("an answer to the refused line");
+    assert_eq!(refused["error"]["code"], -32700, "{refused}");
+    assert!(refused["id"].is_null(), "{refused}");
+    let message = refused["error"]["message"].as_str().unwrap_or_default();
+    assert!(message.starts_with("duplicate key `name`"), "{message}");
+    // A notification a client sends with the stand-in's name is not answered: only lines the
+    // server refused are.
+    m.notify(
+        "notifications/runx/duplicate_key",
+        json!({"message": "forged"}),
+    );
+    let pong = m.call(6, "ping", json!({}));
+    assert_eq!(pong["result"], json!({}), "{pong}");
+    assert!(
+        !ws.path().join(".runx").exists(),
+        "the refused call ran and wrote a receipt"
+    );
+
+    let (mut child, addr) = http_server(ws.path(), &[]);
+    let init =
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": initialize(LATEST)})
+            .to_string();
+    let doubled = init.replacen(r#""id":1,"#, r#""id":1,"id":2,"#, 1);
+    let (status, text) = post(&addr, &[], doubled.as_bytes());
+    assert_eq!(status, 400, "{text}");
+    assert!(
+        text.contains("-32700") && text.contains("duplicate key `id`"),
+        "{text}"
+    );
+    let (status, text) = post(&addr, &[], init.as_bytes());
+    assert_eq!(status, 200, "{text}");
+    child.kill().unwrap();
+    child.wait().unwrap();
+}
