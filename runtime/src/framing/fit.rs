@@ -25,7 +25,8 @@ use super::scan::{MAX_PREFIX_BYTES, is_ws};
 
 /// The bytes of `bytes` that are not JSON whitespace.
 pub(crate) fn significant_bytes(bytes: &[u8]) -> u64 {
-    // A count of a predicate over a slice: the compiler turns it into vector compares.
+    // A branch-free count; it keeps well ahead of the SHA-256 beside it in admission (the
+    // `admission_rate` measurement of `artifact/tests.rs` gives both).
     bytes.iter().filter(|&&b| !is_ws(b)).count() as u64
 }
 
@@ -42,9 +43,9 @@ pub(super) fn least_pages_after(significant: u64, head: u64, page_bytes: usize) 
         .div_ceil(per_page(page_bytes))
 }
 
-/// The most significant bytes a file can have and still fit in `pages` pages of `page_bytes`:
-/// a file with more needs more than `pages` pages ([`least_pages`]), and a file no larger than
-/// this needs no count at all.
+/// The most significant bytes a file can have before the bound rules out `pages` pages of
+/// `page_bytes`: a file with more needs more pages ([`least_pages`]), and a file no larger
+/// than this needs no count at all.
 pub(crate) fn most_significant_bytes(pages: u64, page_bytes: usize) -> u64 {
     (MAX_PREFIX_BYTES as u64).saturating_add(pages.saturating_mul(per_page(page_bytes)))
 }
