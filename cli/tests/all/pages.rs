@@ -348,3 +348,100 @@ export function gather({ runx_page: p }) {
         }
     }
 }
+
+/// A package `pkg` whose runners page at 16 bytes a page and log every call they get: `seq`
+/// (one page function) and `mapfold` (a map and a fold on two workers).
+fn logging_package(ws: &Path) {
+    let pkg = ws.join("pkg");
+    std::fs::create_dir(&pkg).unwrap();
+    std::fs::write(
+        pkg.join("count.mjs"),
+        "function settle(p, state) {\n  return p.eof ? { runx_page: { state }, records: state } : { runx_page: { state } };\n}\nexport function page(inputs) {\n  const p = inputs.runx_page;\n  console.log(`page ${p.page_index}`);\n  return settle(p, (p.state ?? 0) + p.records.length);\n}\nexport function map(inputs) {\n  console.log(`map ${inputs.runx_page.page_index}`);\n  return inputs.runx_page.records.length;\n}\nexport function fold(inputs) {\n  const p = inputs.runx_page;\n  console.log(`fold ${p.page_index}`);\n  return settle(p, (p.state ?? 0) + p.result);\n}\n",
+    )
+    .unwrap();
+    let runner = |name: &str, export: &str, extra: &str| {
+        format!(
+            "  {name}:\n    type: javascript\n    module: count.mjs\n{export}    inputs:\n      data: {{ type: string, required: true }}\n      data_base: {{ type: string, default: workspace }}\n    outputs:\n      records: integer\n    pages: {{ path_from: data, path_scope_from: data_base, page_bytes: 16{extra} }}\n"
+        )
+    };
+    let yaml = format!(
+        "skill: fit\nversion: \"0.1.0\"\nrunners:\n{}{}",
+        runner("seq", "    export: page\n", ""),
+        runner("mapfold", "", ", map: map, fold: fold, workers: 2"),
+    );
+    std::fs::write(pkg.join("X.yaml"), yaml).unwrap();
+}
+
+/// A file that cannot fit in a run's 4096 pages at its `page_bytes` is refused once admission
+/// has read it, as the run would have failed at page 4096 (`resource_limit`, `page_count`),
+/// but before any page is called: no console line, no page in the receipt. A sequential run,
+/// a map/fold run and a dry run alike; a file as large whose whitespace lets it fit runs.
+#[test]
+fn a_file_that_cannot_fit_in_a_runs_pages_is_refused_before_any_page() {
+    let ws = tempfile::tempdir().unwrap();
+    logging_package(ws.path());
+    // 30,000 records of 5 bytes, two a page at 16 bytes (15,000 pages): 180,000 bytes that
+    // are not whitespace, which no 4096 pages of 16 bytes and a comma can hold.
+    let records = vec!["12345"; 30_000].join(",");
+    std::fs::write(ws.path().join("big.json"), format!("[{records}]")).unwrap();
+    // As large, but whitespace between two records: two pages.
+    let spaced = format!("[12345,{}67890]", " \n".repeat(90_000));
+    std::fs::write(ws.path().join("spaced.json"), spaced).unwrap();
+    for runner in ["seq", "mapfold"] {
+        let started = std::time::Instant::now();
+        let (v, code) = json_in(
+            ws.path(),
+            &["skill", "pkg", runner, "-i", "data=big.json"],
+            &[],
+        );
+        let took = started.elapsed();
+        assert_eq!(code, 1, "{runner}: {v}");
+        assert_eq!(v["error"]["kind"], "resource_limit", "{runner}: {v}");
+        assert_eq!(v["error"]["code"], "page_count", "{runner}: {v}");
+        let message = v["error"]["message"].as_str().unwrap();
+        for words in [
+            "artifact `big.json` needs at least 6734 pages of page_bytes 16",
+            "at most 4096",
+            "its 180001 bytes hold 180001 bytes that are not whitespace",
+            "declare page_bytes of at least 27",
+            "split the file",
+        ] {
+            assert!(message.contains(words), "{runner}: {words}: {message}");
+        }
+        assert_eq!(
+            v["console"]["line_count"], 0,
+            "{runner}: no page was called: {v}"
+        );
+        let evidence = run_evidence(&v);
+        let artifact = &evidence["artifact"];
+        assert_eq!(artifact["page_count"], 0, "{runner}: {evidence}");
+        assert_eq!(artifact["artifact_bytes"], 180_001, "{runner}: {evidence}");
+        assert_eq!(artifact["finished"], false, "{runner}: {evidence}");
+        assert!(
+            artifact["failed_page_index"].is_null(),
+            "{runner}: {evidence}"
+        );
+        assert_eq!(
+            evidence["failure"]["code"], "page_count",
+            "{runner}: {evidence}"
+        );
+        eprintln!("{runner}: refused in {took:?}");
+
+        let (v, code) = json_in(
+            ws.path(),
+            &["skill", "pkg", runner, "-i", "data=spaced.json"],
+            &[],
+        );
+        assert_eq!(code, 0, "{runner}: {v}");
+        assert_eq!(v["result"]["records"], 2, "{runner}: {v}");
+        assert_eq!(run_evidence(&v)["artifact"]["page_count"], 2, "{runner}");
+    }
+    let (v, code) = json_in(
+        ws.path(),
+        &["skill", "pkg", "seq", "-i", "data=big.json", "--dry-run"],
+        &[],
+    );
+    assert_eq!(code, 1, "{v}");
+    assert_eq!(v["status"], "failure", "{v}");
+    assert_eq!(v["error"]["code"], "page_count", "{v}");
+}

@@ -1,6 +1,6 @@
 //! Why an artifact was not admitted.
 
-use runx_profile::{ARTIFACT_BYTES, LimitDef};
+use runx_profile::{ARTIFACT_BYTES, LimitDef, PAGE_BYTES, PAGE_COUNT};
 use std::io;
 use std::path::PathBuf;
 
@@ -77,6 +77,29 @@ pub enum AdmissionError {
         /// The path as given.
         path: String,
     },
+    /// The file cannot fit in the pages a run may deliver ([`PAGE_COUNT`]) at its runner's
+    /// `page_bytes`, however its records fall: its significant bytes (all but whitespace)
+    /// need more pages, each spanning at most `page_bytes` of them and a separator
+    /// (`crate::framing::least_pages`).
+    #[error(
+        "artifact `{path}` needs at least {least_pages} pages of page_bytes {page_bytes}, and a run may deliver at most {}: its {bytes} bytes hold {significant} bytes that are not whitespace, and a page spans at most page_bytes of them; declare page_bytes of at least {least_page_bytes} ({} at most), or split the file",
+        PAGE_COUNT.max,
+        PAGE_BYTES.max
+    )]
+    TooManyPages {
+        /// The path as given.
+        path: String,
+        /// Its size.
+        bytes: u64,
+        /// Its bytes that are not JSON whitespace.
+        significant: u64,
+        /// The runner's `page_bytes`.
+        page_bytes: usize,
+        /// The fewest pages it can take at `page_bytes`.
+        least_pages: u64,
+        /// The smallest `page_bytes` at which it could fit (it may need more).
+        least_page_bytes: u64,
+    },
 }
 
 impl AdmissionError {
@@ -91,11 +114,16 @@ impl AdmissionError {
             AdmissionError::TooLarge { .. } => ARTIFACT_BYTES.name,
             AdmissionError::Copy { .. } => "artifact_copy",
             AdmissionError::Changed { .. } => "artifact_changed",
+            AdmissionError::TooManyPages { .. } => PAGE_COUNT.name,
         }
     }
 
     /// The limit the artifact exceeded, if that is why it was refused.
     pub fn limit(&self) -> Option<&'static LimitDef> {
-        matches!(self, AdmissionError::TooLarge { .. }).then_some(&ARTIFACT_BYTES)
+        match self {
+            AdmissionError::TooLarge { .. } => Some(&ARTIFACT_BYTES),
+            AdmissionError::TooManyPages { .. } => Some(&PAGE_COUNT),
+            _ => None,
+        }
     }
 }

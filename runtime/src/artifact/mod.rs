@@ -24,6 +24,12 @@
 //! ([`Artifact::wait_digest`]); on two threads the pass takes about as long as the hash alone,
 //! and page 0 is framed meanwhile.
 //!
+//! A file too large to fit in the pages a run may deliver at its runner's `page_bytes` is
+//! refused by the pass, once the whole snapshot is read: its bytes that are not whitespace are
+//! counted as they are read (only when the file is large enough to hold too many); they
+//! bound how few pages it can take (`crate::framing::least_pages`). Its size alone cannot:
+//! whitespace between records takes no page.
+//!
 //! Either way the snapshot is never linked into a directory, only this process holds a
 //! writable descriptor to it, and it is made read-only (mode `0400`) before anything is
 //! written; workers receive a read-only descriptor. A byte of the snapshot is written once,
@@ -38,9 +44,10 @@ mod pipeline;
 
 pub use error::AdmissionError;
 
+use crate::framing;
 use open::open_contained;
 use pipeline::{Failure, Pass, Progress, Stamp};
-use runx_profile::ARTIFACT_BYTES;
+use runx_profile::{ARTIFACT_BYTES, PAGE_COUNT};
 use runx_worker::CancelToken;
 use std::io;
 use std::path::Path;
@@ -74,6 +81,11 @@ pub struct Artifact {
     pass: Option<std::thread::JoinHandle<()>>,
     /// The artifact's path as given, for errors.
     path: String,
+    /// The `page_bytes` it is admitted for, for errors.
+    page_bytes: usize,
+    /// Whether it is large enough that it may not fit in a run's pages: the pass counts its
+    /// bytes and refuses it if it cannot.
+    may_not_fit: bool,
 }
 
 /// How a snapshot was made.
@@ -173,6 +185,13 @@ impl Artifact {
         self.whole_digest().map(|_| ())
     }
 
+    /// Whether the snapshot is large enough that it may not fit in a run's pages at its
+    /// `page_bytes`: that is known only once the admission pass is over, which refuses it if
+    /// it cannot.
+    pub fn may_not_fit(&self) -> bool {
+        self.may_not_fit
+    }
+
     /// How long admission took, from [`admit`] to the whole digest, once it is known.
     pub fn admitted_in(&self) -> Option<Duration> {
         self.progress.took()
@@ -213,6 +232,14 @@ impl Artifact {
             Failure::Stopped => AdmissionError::Copy {
                 path,
                 source: io::Error::other("admission was stopped"),
+            },
+            Failure::TooManyPages { significant } => AdmissionError::TooManyPages {
+                path,
+                bytes: self.bytes,
+                significant: *significant,
+                page_bytes: self.page_bytes,
+                least_pages: framing::least_pages(*significant, self.page_bytes),
+                least_page_bytes: framing::least_page_bytes(*significant, PAGE_COUNT.max),
             },
         }
     }
@@ -258,9 +285,14 @@ fn release_range(map: &memmap2::MmapRaw, offset: usize, len: usize) {
     let _ = unsafe { map.unchecked_advise_range(memmap2::UncheckedAdvice::DontNeed, offset, len) };
 }
 
-/// Admits `path` (relative to `root`) as a snapshot: opens it, makes and maps the snapshot,
-/// and starts the admission pass on a thread of its own.
-pub fn admit(path: &str, root: &Path, instance: &str) -> Result<Artifact, AdmissionError> {
+/// Admits `path` (relative to `root`) as a snapshot to be paged at `page_bytes`: opens it,
+/// makes and maps the snapshot, and starts the admission pass on a thread of its own.
+pub fn admit(
+    path: &str,
+    root: &Path,
+    instance: &str,
+    page_bytes: usize,
+) -> Result<Artifact, AdmissionError> {
     static COUNTER: AtomicU64 = AtomicU64::new(0);
     let started = Instant::now();
     let file = open_contained(path, root)?;
@@ -286,6 +318,10 @@ pub fn admit(path: &str, root: &Path, instance: &str) -> Result<Artifact, Admiss
             "the artifact does not fit this machine's address space",
         ))
     })?;
+    // A file no larger than this cannot hold more significant bytes than fit, so it is not
+    // counted; the size to compare is the snapshot's, the one the pass reads.
+    let most_significant = framing::most_significant_bytes(PAGE_COUNT.max, page_bytes);
+    let most_significant = (total > most_significant).then_some(most_significant);
     // Read-only before any byte is copied in: the descriptor held here keeps its write access;
     // a reopening for writing (through /proc) is refused from now on.
     seal(&snapshot).map_err(copy)?;
@@ -296,6 +332,7 @@ pub fn admit(path: &str, root: &Path, instance: &str) -> Result<Artifact, Admiss
             total: len,
             started,
             opened: None,
+            most_significant,
         },
         Snapshot::Copy => {
             snapshot.set_len(total).map_err(copy)?;
@@ -305,6 +342,7 @@ pub fn admit(path: &str, root: &Path, instance: &str) -> Result<Artifact, Admiss
                 snapshot: Some(snapshot.try_clone().map_err(copy)?),
                 total: len,
                 started,
+                most_significant,
             }
         }
     };
@@ -336,6 +374,8 @@ pub fn admit(path: &str, root: &Path, instance: &str) -> Result<Artifact, Admiss
         progress,
         pass: Some(pass),
         path: path.to_string(),
+        page_bytes,
+        may_not_fit: most_significant.is_some(),
     })
 }
 

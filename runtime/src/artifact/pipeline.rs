@@ -8,6 +8,7 @@
 //! other hash it gets). Progress is published as it goes: how far the snapshot is written
 //! (framing follows it), then the digest, which is published last, once every byte is written.
 
+use crate::framing;
 use sha2::{Digest, Sha256};
 use std::io;
 use std::os::unix::fs::FileExt;
@@ -52,6 +53,12 @@ pub(super) enum Failure {
     },
     /// The run stopped needing the snapshot.
     Stopped,
+    /// The snapshot holds more significant bytes (not JSON whitespace) than fit in a run's
+    /// pages: it cannot be paged.
+    TooManyPages {
+        /// Its significant bytes, all of them counted.
+        significant: u64,
+    },
 }
 
 impl Failure {
@@ -162,6 +169,9 @@ pub(super) struct Pass {
     pub started: Instant,
     /// The source's size and times when it was opened, when it can change (not a clone).
     pub opened: Option<Stamp>,
+    /// The most significant bytes a snapshot may hold and fit in a run's pages, when it is
+    /// large enough to hold more: its bytes are counted as they are read.
+    pub most_significant: Option<u64>,
 }
 
 /// What changes when a file's bytes are written: its size and its modification time. (Not
@@ -226,6 +236,7 @@ impl Pass {
                 progress,
             };
             let mut at = 0;
+            let mut significant = 0;
             while at < self.total {
                 if progress.stop.load(Ordering::Acquire) {
                     return Err(Failure::Stopped);
@@ -243,6 +254,10 @@ impl Pass {
                     Err(e) => return Err(Failure::io(&e)),
                 }
                 at += chunk.len();
+                // Counted on this thread, while the hasher (the slower) works on the chunk before.
+                if self.most_significant.is_some() {
+                    significant += framing::significant_bytes(&chunk);
+                }
                 if to_hash.send(chunk).is_err() {
                     break;
                 }
@@ -266,6 +281,11 @@ impl Pass {
                 return Err(Failure::io(&io::Error::other(
                     "the hashing thread stopped early",
                 )));
+            }
+            // Only now, on the whole snapshot: its bytes are what a run would page, and a
+            // source that changed fails as such above.
+            if self.most_significant.is_some_and(|most| significant > most) {
+                return Err(Failure::TooManyPages { significant });
             }
             Ok(digest)
         })

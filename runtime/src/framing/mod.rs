@@ -14,17 +14,21 @@
 //!   bracket nesting, and validated once it is known to belong to a page, so
 //!   its error names the page and offset it always did;
 //! * pages hold whole records only, and their byte ranges tile the file so the
-//!   runner can report progress and resume by offset.
+//!   runner can report progress and resume by offset;
+//! * how few pages a file can take is bounded from a count of its bytes (`fit`), so
+//!   admission refuses a file that cannot fit in a run's pages before any is framed.
 //!
 //! No allocation happens per byte or per record except for the `Vec` of record
 //! ranges in each [`Page`] and a reused bracket stack inside the [`Framer`].
 #![forbid(unsafe_code)]
 
 mod error;
+mod fit;
 mod json;
 mod scan;
 
 pub use error::FramingError;
+pub(crate) use fit::{least_page_bytes, least_pages, most_significant_bytes, significant_bytes};
 
 use json::MAX_SCAN_DEPTH;
 pub use scan::MAX_PREFIX_BYTES;

@@ -305,6 +305,64 @@ proptest! {
         prop_assert_eq!(framer.next_page(&b), Ok(None));
     }
 
+    /// The bound admission refuses a file by is a floor: no array the framer pages takes fewer
+    /// pages than it says, whatever its head, whitespace, records and payload budget. Checked
+    /// with the head's own significant bytes (the bound admission uses allows 64 KiB for it,
+    /// which would make it zero for every array here), and as admission uses it.
+    #[test]
+    fn proptest_no_array_takes_fewer_pages_than_its_bound(
+        values in prop::collection::vec(json_strategy(), 0..32),
+        prefix in prop_oneof![Just(""), Just("window.YTD.tweets.part0 = "), Just("a.$b_1 \t=\n ")],
+        bom in any::<bool>(),
+        seed in any::<u64>(),
+        page_extra in prop_oneof![0usize..8, 8usize..64, 64usize..400],
+        payload in prop_oneof![Just(usize::MAX), 1usize..2048],
+        overhead in 0usize..32,
+    ) {
+        let (src, ranges) = build_file(&values, prefix, bom, seed);
+        let page_bytes = ranges.iter().map(|r| r.len()).max().unwrap_or(0).max(1) + page_extra;
+        let b = PageBudget { page_bytes, payload_bytes: payload, per_record_overhead: overhead };
+        let Ok(pages) = frame_whole(&src, &b).into_iter().collect::<Result<Vec<_>, _>>() else {
+            // A record too large for the payload budget: the run fails anyway.
+            return Ok(());
+        };
+        let pages = pages.iter().flatten().count() as u64;
+        let significant = fit::significant_bytes(&src);
+        let (open, _) = scan::parse_head(&src).map_err(|e| TestCaseError::fail(e.to_string()))?;
+        let head = fit::significant_bytes(&src[..=open]);
+        prop_assert!(
+            fit::least_pages_after(significant, head, page_bytes) <= pages,
+            "{} pages of {} bytes: {}", pages, page_bytes, String::from_utf8_lossy(&src)
+        );
+        prop_assert!(fit::least_pages(significant, page_bytes) <= pages);
+    }
+
+    /// Pages filled exactly (records of one length, no whitespace, `page_bytes` a whole
+    /// number of records and the commas between them) take as many pages as the bound says:
+    /// a bound any higher would refuse files that fit.
+    #[test]
+    fn proptest_full_pages_meet_their_bound(
+        n in 1usize..300,
+        len in 1usize..12,
+        k in 1usize..9,
+        prefix in prop_oneof![Just(""), Just("x = ")],
+    ) {
+        let record = "7".repeat(len);
+        let src = format!("{prefix}[{}]", vec![record.as_str(); n].join(","));
+        let page_bytes = k * (len + 1) - 1;
+        let pages = frame_whole(src.as_bytes(), &budget(page_bytes))
+            .into_iter()
+            .map(|p| p.map_err(|e| TestCaseError::fail(e.to_string())))
+            .collect::<Result<Vec<_>, _>>()?
+            .into_iter()
+            .flatten()
+            .count() as u64;
+        prop_assert_eq!(pages, n.div_ceil(k) as u64);
+        let head = fit::significant_bytes(format!("{prefix}[").as_bytes());
+        let significant = fit::significant_bytes(src.as_bytes());
+        prop_assert_eq!(fit::least_pages_after(significant, head, page_bytes), pages);
+    }
+
     /// Framing a file whose bytes arrive in steps yields exactly what framing it whole does:
     /// the same pages, the same error at the same offset.
     #[test]

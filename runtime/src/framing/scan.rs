@@ -56,7 +56,7 @@ pub(super) fn skip_string(src: &[u8], mut i: usize) -> Option<usize> {
 
 /// JSON insignificant whitespace.
 #[inline]
-fn is_ws(b: u8) -> bool {
+pub(super) fn is_ws(b: u8) -> bool {
     matches!(b, b' ' | b'\t' | b'\n' | b'\r')
 }
 

@@ -164,8 +164,9 @@ fn plan_pages(
     module: &Module,
 ) -> Result<PagedPlan, RunError> {
     let start = PagedStart::of(step, pages)?;
-    let artifact = artifact::admit(&start.path, &start.root, ctx.instance)?;
-    // The whole snapshot and its digest.
+    let artifact = artifact::admit(&start.path, &start.root, ctx.instance, pages.page_bytes)?;
+    // The whole snapshot and its digest; or, as for a run, the refusal of a file that cannot
+    // fit in a run's pages.
     let whole_digest = artifact.whole_digest()?.to_string();
     let scope = match &step.page_source {
         Some(PageSource {

@@ -40,6 +40,7 @@ use producer::LOOKAHEAD_BYTES;
 use queue::{ConsumerGuard, PageQueue};
 use runx_profile::{JsRunner, PageSource, PagesDecl, PathScope};
 use runx_receipts::{ArtifactProvenance, digest};
+use runx_worker::CancelToken;
 use send_ahead::SendAhead;
 use serde_json::Value;
 use snapshot_framer::SnapshotFramer;
@@ -112,7 +113,7 @@ fn admit_and_loop(
     let start = PagedStart::of(&step, pages)?;
     provenance.input_digest = Some(start.input_digest.clone());
     let started = Instant::now();
-    let artifact = artifact::admit(&start.path, &start.root, ctx.instance)?;
+    let artifact = artifact::admit(&start.path, &start.root, ctx.instance, pages.page_bytes)?;
     let mut walk = Walk {
         record: ArtifactProvenance {
             artifact_ref: artifact.artifact_ref.clone(),
@@ -147,10 +148,10 @@ fn admit_and_loop(
         progress: step.progress,
         run: runx_worker::PagePayload::new_run(),
     };
-    let result = match &pages.parallel {
+    let result = fits(&artifact, ctx.cancel).and_then(|()| match &pages.parallel {
         Some(parallel) => parallel::walk_pages(&page_loop, parallel, workers, &mut walk),
         None => walk_pages(&page_loop, &mut walk),
-    };
+    });
     let mut record = walk.record;
     // No result leaves the run before admission is over: the snapshot whole, written from the
     // bytes that hashed to the digest every page carried. (Every page waited for the digest,
@@ -175,6 +176,21 @@ fn admit_and_loop(
     record.timings.wall_ms = ms(started.elapsed());
     provenance.artifact = Some(record);
     result
+}
+
+/// Waits for the end of admission when the artifact may not fit in a run's pages, which only
+/// the whole pass tells ([`artifact::Artifact::may_not_fit`]): a file that cannot fit is
+/// refused before any page is framed, any worker taken or any module called, and a run on
+/// one that can loses only the overlap of its admission with framing. Every other run frames
+/// while admission goes on.
+fn fits(artifact: &artifact::Artifact, cancel: &CancelToken) -> Result<(), RunError> {
+    if !artifact.may_not_fit() {
+        return Ok(());
+    }
+    match artifact.digest_unless(cancel)? {
+        Some(_) => Ok(()),
+        None => Err(RunError::interrupted()),
+    }
 }
 
 /// Frames pages on a second thread and calls the export once per page until `eof` or
