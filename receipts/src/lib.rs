@@ -88,5 +88,6 @@ pub use signature::{ALGORITHM, SignatureBlock, statement};
 pub use strict::{check_unique, parse_unique};
 pub use values::count_values;
 pub use verification::{
-    Check, Problem, Verdict, check_schema, check_sealed, read_receipt, receipt_files, verify_file,
+    Check, Problem, Verdict, check_schema, check_sealed, misnamed, read_receipt, receipt_files,
+    verify_file,
 };

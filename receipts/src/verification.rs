@@ -273,6 +273,9 @@ pub fn verify_file(path: &Path, trust: &Trust) -> Verdict {
         problem: None,
     };
     let checked = check_sealed(&doc, trust).and_then(|()| {
+        if let Some(problem) = misnamed(path, &doc) {
+            return Err(problem);
+        }
         if verdict.schema.as_deref() == Some(HARNESS_RECEIPT_SCHEMA) {
             verdict.cases = case_names(&doc);
             check_cases(path, &doc, trust)
@@ -282,6 +285,36 @@ pub fn verify_file(path: &Path, trust: &Trust) -> Verdict {
     });
     verdict.problem = checked.err();
     verdict
+}
+
+/// Why a runx receipt's file name is not its own: runx names a receipt `sha256-<hex>.json` after
+/// its id (its content address), so a file of that form holding another receipt was copied or
+/// renamed over another run's, and its name hands out an id that is not the receipt's. A file
+/// named otherwise claims no id. `None` when the name is the receipt's or claims none.
+pub fn misnamed(path: &Path, doc: &Value) -> Option<Problem> {
+    if doc.get("schema").and_then(Value::as_str) != Some(RECEIPT_SCHEMA) {
+        return None;
+    }
+    let name = path.file_name()?.to_str()?;
+    let hex = name.strip_prefix("sha256-")?.strip_suffix(".json")?;
+    if hex.len() != 64 || !hex.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return None;
+    }
+    let id = doc.get("id").and_then(Value::as_str).unwrap_or_default();
+    if crate::runx::file_name(id) == name {
+        return None;
+    }
+    let holds = if id.is_empty() {
+        "a receipt with no id".to_string()
+    } else {
+        format!("receipt {id}")
+    };
+    Some(Problem::new(
+        Check::ContentAddress,
+        format!(
+            "the file is named for receipt sha256:{hex} but holds {holds}: runx names a receipt's file by its content address, so this one was copied or renamed over another"
+        ),
+    ))
 }
 
 /// Schema, seal and signature of one receipt document, by its `schema`.

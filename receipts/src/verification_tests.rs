@@ -373,3 +373,27 @@ fn directories_expand_to_their_json_files_and_links_are_not_followed() {
         ]
     );
 }
+
+/// A receipt's file is named by its content address: a sealed receipt copied over another
+/// run's file verifies as a receipt but not under that name (issue 43, item 5); under a name
+/// that claims no id, it verifies.
+#[test]
+fn a_receipt_copied_over_another_is_named_for_what_it_is_not() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let sealed = write(dir.path(), &receipt("ok", Some(&signer(1, "key-1"))));
+    let failed = write(dir.path(), &receipt("failed", Some(&signer(1, "key-1"))));
+    assert_eq!(problem(&failed), None);
+    std::fs::copy(&sealed, &failed).expect("copy over");
+    let v = verify_file(&failed, &key());
+    let p = v.problem.expect("a problem");
+    assert_eq!(p.check, Check::ContentAddress);
+    assert!(p.message.contains("copied or renamed"), "{}", p.message);
+    assert_eq!(problem(&sealed), None);
+    let renamed = dir.path().join("kept.json");
+    std::fs::copy(&sealed, &renamed).expect("copy");
+    assert_eq!(problem(&renamed), None, "a name that claims no id");
+    // A name of the form with a bad hex claims nothing either.
+    let odd = dir.path().join("sha256-xyz.json");
+    std::fs::copy(&sealed, &odd).expect("copy");
+    assert_eq!(problem(&odd), None);
+}

@@ -113,7 +113,15 @@ pub fn run(args: &HistoryArgs) -> ExitCode {
     }
     let mut rows: Vec<Value> = found
         .iter()
-        .map(|(file, doc)| entry(file, doc, classify(doc, key.as_ref()).0))
+        .map(|(file, doc)| {
+            // A receipt under another receipt's name (copied over it) is not that run's.
+            let status = if runx_receipts::misnamed(file, doc).is_some() {
+                "invalid"
+            } else {
+                classify(doc, key.as_ref()).0
+            };
+            entry(file, doc, status)
+        })
         .collect();
     rows.extend(unreadable.iter().map(|u| {
         json!({"id": null, "file": u.file.display().to_string(), "status": null,

@@ -104,7 +104,7 @@ fn one(file: &str, trust: &Trust, as_json: bool) -> ExitCode {
         read_receipt(std::path::Path::new(file)).map_err(|p| p.message)
     };
     let v = match doc {
-        Ok(doc) => verdict(&doc, trust),
+        Ok(doc) => verdict_of(std::path::Path::new(file), &doc, trust),
         Err(message) => unparsed(message, trust),
     };
     if as_json {
@@ -113,6 +113,22 @@ fn one(file: &str, trust: &Trust, as_json: bool) -> ExitCode {
         print_text(&v);
     }
     ExitCode::from(if v.valid { 0 } else { EXIT_INVALID })
+}
+
+/// runx's verdict of the receipt `doc` read from `file`, and one more check of runx's own
+/// rule for files: a receipt's file is named by its content address (a receipt copied over
+/// another run's file verified, and was counted twice).
+pub fn verdict_of(file: &std::path::Path, doc: &Value, trust: &Trust) -> RunxVerdict {
+    let mut v = verdict(doc, trust);
+    if let Some(problem) = runx_receipts::misnamed(file, doc) {
+        v.valid = false;
+        v.findings.push(Finding {
+            code: "file_name_mismatch",
+            path: "$".to_string(),
+            message: problem.message,
+        });
+    }
+    v
 }
 
 fn print_text(v: &RunxVerdict) {
@@ -152,7 +168,7 @@ fn store(args: &VerifyArgs, trust: &Trust) -> ExitCode {
     let trees: Vec<Value> = chosen
         .iter()
         .map(|(file, doc)| {
-            let v = verdict(doc, trust);
+            let v = verdict_of(file, doc, trust);
             json!({
                 "root_receipt_id": v.receipt_id, "receipt_count": 1, "parent_missing": false,
                 "valid": v.valid, "file": file.display().to_string(), "findings": v.findings,

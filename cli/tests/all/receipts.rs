@@ -1304,3 +1304,66 @@ fn runx_history_lists_receipts_newest_first_with_their_verification() {
     let out = run_in(ws.path(), &["history", "0123456789ab", "--json"], &[]);
     assert_eq!(out.status.code(), Some(64), "{}", stdout(&out));
 }
+
+/// A receipt's file is named by its content address (issue 43, item 5): a sealed receipt copied
+/// over another run's file is reported by `runx receipt verify`, `runx verify` (which counted the
+/// same id twice as valid) and `runx history` (which listed it twice), each naming the file.
+#[test]
+fn a_receipt_copied_over_another_runs_file_is_reported() {
+    let (ws, _) = workspace_with("imports");
+    let kept = imports_run(ws.path(), "[1]", &[]);
+    let over = imports_run(ws.path(), "[2]", &[]);
+    let (kept_path, over_path) = (
+        kept["receipt_path"].as_str().unwrap().to_string(),
+        over["receipt_path"].as_str().unwrap().to_string(),
+    );
+    std::fs::copy(&kept_path, &over_path).unwrap();
+    let local = "--allow-local-development-signatures";
+
+    let out = run_in(ws.path(), &["receipt", "verify", &over_path, local], &[]);
+    assert_ne!(out.status.code(), Some(0), "{}", stdout(&out));
+    let said = format!("{}{}", stdout(&out), stderr(&out));
+    assert!(said.contains("copied or renamed"), "{}", said);
+    let out = run_in(ws.path(), &["receipt", "verify", &kept_path, local], &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
+
+    let out = run_in(ws.path(), &["verify", local, "--json"], &[]);
+    let v: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(v["valid"], false, "{v}");
+    let invalid: Vec<&Value> = v["trees"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|t| t["valid"] == false)
+        .collect();
+    assert_eq!(invalid.len(), 1, "{v}");
+    assert_eq!(invalid[0]["file"], over_path.as_str(), "{v}");
+    assert_eq!(
+        invalid[0]["findings"][0]["code"], "file_name_mismatch",
+        "{v}"
+    );
+    let out = run_in(ws.path(), &["verify", "--receipt", &over_path, local], &[]);
+    assert_eq!(out.status.code(), Some(3), "{}", stdout(&out));
+
+    let out = run_in(ws.path(), &["history", "--json"], &[]);
+    let h: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    let statuses: Vec<(&str, &str)> = h["receipts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            (
+                r["file"].as_str().unwrap(),
+                r["verification"]["status"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert!(
+        statuses.contains(&(over_path.as_str(), "invalid")),
+        "{statuses:?}"
+    );
+    assert!(
+        statuses.contains(&(kept_path.as_str(), "unverified")),
+        "{statuses:?}"
+    );
+}
