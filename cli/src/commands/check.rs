@@ -15,7 +15,7 @@ pub struct CheckArgs {
     #[arg(required = true, value_name = "DIR")]
     pub dirs: Vec<PathBuf>,
     /// Print one JSON object on stdout: `{status, packages: [{dir, skill, runners, problems}]}`.
-    #[arg(long)]
+    #[arg(short = 'j', long)]
     pub json: bool,
 }
 

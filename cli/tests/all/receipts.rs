@@ -1198,7 +1198,7 @@ fn runx_verify_gives_runx_verdicts_and_exit_codes() {
 }
 
 /// `runx history`: the receipts of the receipt directory, newest first, each `verified`,
-/// `unverified` or `invalid`; with an id, that one in full.
+/// `unverified` or `invalid`; with `--detail` and an id, that one in full.
 #[test]
 fn runx_history_lists_receipts_newest_first_with_their_verification() {
     let (ws, _) = workspace_with("imports");
@@ -1290,7 +1290,10 @@ fn runx_history_lists_receipts_newest_first_with_their_verification() {
 
     // One receipt by a start of its id, in full.
     let full = id(&second);
-    let one = history(&[&full["sha256:".len().."sha256:".len() + 12]], &sign_env());
+    let one = history(
+        &[&full["sha256:".len().."sha256:".len() + 12], "--detail"],
+        &sign_env(),
+    );
     assert_eq!(one["receipt"]["id"], full.as_str(), "{one}");
     assert_eq!(
         one["receipt"],
@@ -1298,9 +1301,13 @@ fn runx_history_lists_receipts_newest_first_with_their_verification() {
     );
     assert_eq!(one["verification"]["status"], "verified", "{one}");
     assert_eq!(one["verification"]["verdict"]["valid"], true, "{one}");
-    let one = history(&[&id(&first)], &[]);
+    let one = history(&[&id(&first), "--detail"], &[]);
     assert_eq!(one["verification"]["status"], "invalid", "{one}");
     // An id no receipt has is a usage error.
-    let out = run_in(ws.path(), &["history", "0123456789ab", "--json"], &[]);
+    let out = run_in(
+        ws.path(),
+        &["history", "0123456789ab", "--detail", "--json"],
+        &[],
+    );
     assert_eq!(out.status.code(), Some(64), "{}", stdout(&out));
 }
