@@ -22,8 +22,9 @@ use std::process::ExitCode;
 #[derive(clap::Args)]
 pub struct HistoryArgs {
     /// Words to look for (runx's QUERY, joined by spaces): lists the receipts whose id, name,
-    /// skill, runner, source, actor or artifact type holds them, ignoring case. With
-    /// `--detail`, one receipt id (or a unique start of it of 8 digits or more).
+    /// skill, runner, source, actor or artifact type holds them, ignoring case. A whole
+    /// receipt id alone (`sha256:...`) shows that receipt in full; with `--detail`, so does a
+    /// unique start of one of 8 digits or more.
     pub query: Vec<String>,
     /// Show the one receipt QUERY names in full instead of listing.
     #[arg(long)]
@@ -175,7 +176,12 @@ pub fn run(args: &HistoryArgs) -> ExitCode {
     let Some((dir, (found, unreadable))) = listing(args.receipt_dir.as_deref()) else {
         return ExitCode::from(1);
     };
-    if args.detail {
+    // runx's documented `runx history <receipt-id> --json`: a whole receipt id alone shows
+    // that receipt, as `--detail` does (a part of one is a query).
+    let whole_id = args.query.len() == 1
+        && !list_flags
+        && found.iter().any(|(_, d)| d["id"] == args.query[0].as_str());
+    if args.detail || whole_id {
         return show_one(&found, &args.query[0], key.as_ref(), &dir, args.json);
     }
     let mut rows: Vec<Value> = found

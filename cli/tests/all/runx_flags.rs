@@ -224,6 +224,15 @@ fn history_filters_select_as_runx_filters() {
         [shout.as_str()]
     );
 
+    // A whole id alone is runx's documented `runx history <receipt-id> --json`: that receipt
+    // in full, as with --detail; with a filter it is a query again.
+    let (one, code) = json_in(ws.path(), &["history", "--receipt-dir", "r", &shout], &[]);
+    assert_eq!(code, 0, "{one}");
+    assert_eq!(one["receipt"]["id"], shout.as_str(), "{one}");
+    assert_eq!(
+        history(ws.path(), &[&shout, "--status", "closed"]).0,
+        [shout.as_str()]
+    );
     // One receipt in full with --detail.
     let (one, code) = json_in(
         ws.path(),
