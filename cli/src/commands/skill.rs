@@ -20,8 +20,8 @@ use std::process::ExitCode;
 pub struct SkillArgs {
     #[command(subcommand)]
     pub command: Option<SkillCommand>,
-    /// The skill package directory, its `SKILL.md`, or a bare skill name found as
-    /// `skills/NAME` in the working directory.
+    /// The skill package directory, its `SKILL.md` or `X.yaml` (standing for the directory),
+    /// or a bare skill name found as `skills/NAME` in the working directory.
     #[arg(required = true)]
     pub dir: Option<PathBuf>,
     /// The runner to run; the package's default runner when omitted.
@@ -44,8 +44,9 @@ pub struct SkillArgs {
     /// Print one JSON object with status, output, receipt and error on stdout.
     #[arg(short = 'j', long)]
     pub json: bool,
-    /// With `--json`, add the run's evidence (`execution`: engine, limits, closure, digests,
-    /// durations) to the object and leave out `next`, as runx's `--diagnostics` does.
+    /// With `--json`, add the run's evidence as its receipt records it (`execution`: engine,
+    /// limits, bundle, input and output digests, duration, failure) and leave out `next`, as
+    /// runx's `--diagnostics` inlines its trace. Without `--json`, nothing changes.
     #[arg(long)]
     pub diagnostics: bool,
     /// Write the receipt under DIR (`-R DIR` and `--receipts DIR` are runx's names for it);
@@ -85,8 +86,8 @@ pub enum SkillCommand {
 
 #[derive(clap::Args)]
 pub struct InspectArgs {
-    /// The skill package directory, its `SKILL.md`, or a bare skill name found as
-    /// `skills/NAME`.
+    /// The skill package directory, its `SKILL.md` or `X.yaml`, or a bare skill name found
+    /// as `skills/NAME`.
     pub dir: PathBuf,
     /// Print one JSON object on stdout.
     #[arg(short = 'j', long)]

@@ -128,9 +128,18 @@ fn a_skill_md_or_x_yaml_names_its_package_and_another_file_does_not() {
     let (v, code) = json_in(ws.path(), &["skill", "inspect", "pkg/SKILL.md"], &[]);
     assert_eq!(code, 0, "{v}");
     assert_eq!(v["skill"], "hello");
+    let (v, code) = json_in(ws.path(), &["skill", "check", "pkg/SKILL.md"], &[]);
+    assert_eq!(code, 0, "{v}");
+    assert_eq!(v["packages"].as_array().map(Vec::len), Some(1), "{v}");
     let (v, code) = json_in(ws.path(), &["harness", "pkg/SKILL.md", "-R", "h"], &REGION);
     assert_eq!(code, 0, "{v}");
     assert!(v["passed"].as_u64().unwrap() > 0, "{v}");
+    // `-R` put the case receipts where it said.
+    assert_eq!(
+        receipt_files(&ws.path().join("h")).len() as u64,
+        v["passed"].as_u64().unwrap() + v["failed"].as_u64().unwrap(),
+        "{v}"
+    );
 
     // Any other file is still not a package, and says what to name.
     let out = run_in(ws.path(), &["skill", "pkg/src/greet.mjs"], &REGION);
