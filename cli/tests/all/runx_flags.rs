@@ -321,3 +321,130 @@ fn hosted_side_commands_answer_with_a_reason_and_exit_1() {
     }
     assert!(!ws.path().join(".runx").exists());
 }
+
+/// runx 0.8.2 itself: `RUNX_UPSTREAM_BIN`, else `../shared/runx/runx.gz` (beside the
+/// repository, as its README describes) unpacked once into `target/upstream-runx/`. `None`
+/// where neither is on this machine.
+fn upstream_runx() -> Option<PathBuf> {
+    if let Some(bin) = std::env::var_os("RUNX_UPSTREAM_BIN").filter(|v| !v.is_empty()) {
+        return Some(PathBuf::from(bin));
+    }
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let gz = root.join("../shared/runx/runx.gz");
+    if !gz.is_file() {
+        return None;
+    }
+    let dir = root.join("target/upstream-runx");
+    let bin = dir.join("runx");
+    if !bin.is_file() {
+        std::fs::create_dir_all(&dir).unwrap();
+        // Unpacked beside, then renamed: a test running at the same time sees it whole or not.
+        let partial = dir.join(format!("runx.{}", std::process::id()));
+        let done = Command::new("sh")
+            .arg("-c")
+            .arg("gunzip -c \"$1\" > \"$2\" && chmod +x \"$2\"")
+            .args(["sh", gz.to_str().unwrap(), partial.to_str().unwrap()])
+            .status()
+            .unwrap();
+        assert!(done.success(), "cannot unpack {}", gz.display());
+        std::fs::rename(&partial, &bin).unwrap();
+    }
+    Some(bin)
+}
+
+/// `bin args...` in `cwd` with a scratch HOME: its exit code and stdout parsed when JSON.
+fn side(bin: &Path, cwd: &Path, args: &[&str]) -> (i32, Option<Value>) {
+    let out = Command::new(bin)
+        .current_dir(cwd)
+        .args(args)
+        .env("HOME", cwd.join("home"))
+        .env_remove("RUNX_RECEIPT_DIR")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        serde_json::from_slice(&out.stdout).ok(),
+    )
+}
+
+#[test]
+fn runx_0_8_2_and_this_runx_agree_on_runx_flags() {
+    let Some(upstream) = upstream_runx() else {
+        eprintln!("runx 0.8.2 is not on this machine (../shared/runx/runx.gz): not compared");
+        return;
+    };
+    let ours = PathBuf::from(env!("CARGO_BIN_EXE_runx"));
+    let run = |bin: &Path, args: &[&str]| {
+        let ws = tempfile::tempdir().unwrap();
+        copy_dir(
+            &fixtures().join("hello-world"),
+            &ws.path().join("hello-world"),
+        );
+        let (code, v) = side(bin, ws.path(), args);
+        (code, v, ws)
+    };
+    let both = |args: &[&str]| (run(&upstream, args), run(&ours, args));
+
+    // The same run under each of runx's names for --json and the receipt directory.
+    for (args, dir) in [
+        (&["-j", "-R", "r"][..], "r"),
+        (&["--json", "--receipts", "r"][..], "r"),
+        (&["-j", "--receipt-dir=r", "--diagnostics"][..], "r"),
+    ] {
+        for package in ["hello-world", "hello-world/SKILL.md"] {
+            let mut all = vec!["skill", package, "--message", "hi"];
+            all.extend_from_slice(args);
+            let ((theirs, tv, tws), (mine, mv, mws)) = both(&all);
+            let (tv, mv) = (tv.unwrap(), mv.unwrap());
+            assert_eq!((theirs, mine), (0, 0), "{all:?}: {tv} / {mv}");
+            for key in ["status", "outcome", "result", "skill_name", "runner"] {
+                assert_eq!(tv[key], mv[key], "{all:?} {key}: {tv} / {mv}");
+            }
+            assert_eq!(
+                tv.get("next").is_some(),
+                mv.get("next").is_some(),
+                "{all:?}"
+            );
+            for ws in [&tws, &mws] {
+                assert_eq!(receipt_files(&ws.path().join(dir)).len(), 1, "{all:?}");
+            }
+        }
+    }
+
+    // Refusals: the same exit code and runx's failure object.
+    for args in [
+        &["skill", "hello-world", "--message", "hi", "-p", "ops", "-j"][..],
+        &[
+            "resume",
+            "run_default_0123456789abcdef",
+            "answers.json",
+            "--json",
+        ][..],
+        &["publish", "receipt.json", "--json"][..],
+    ] {
+        let ((theirs, tv, _t), (mine, mv, _m)) = both(args);
+        assert_eq!((theirs, mine), (1, 1), "{args:?}: {tv:?} / {mv:?}");
+        assert_eq!(tv.unwrap()["status"], "failure", "{args:?}");
+        assert_eq!(mv.unwrap()["status"], "failure", "{args:?}");
+    }
+    for (args, code) in [
+        (&["history", "--since", "yesterday"][..], 1),
+        (&["history", "--detail"][..], 64),
+        (
+            &[
+                "history",
+                "--skill",
+                "x",
+                "--status",
+                "closed",
+                "--include-harness",
+                "q",
+            ][..],
+            0,
+        ),
+    ] {
+        let ((theirs, _, _t), (mine, _, _m)) = both(args);
+        assert_eq!((theirs, mine), (code, code), "{args:?}");
+    }
+}
