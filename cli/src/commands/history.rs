@@ -260,17 +260,19 @@ fn show_one(
 ) -> ExitCode {
     let matched: Vec<_> = found.iter().filter(|(_, d)| matches_id(d, id)).collect();
     let [(file, doc)] = matched.as_slice() else {
-        let why = if matched.is_empty() {
-            "no receipt"
+        // No such receipt ends 1, as runx's `--detail` ends ("receipt is missing"); an id
+        // start that several receipts share is the caller's to lengthen: usage, 64.
+        let (why, code) = if matched.is_empty() {
+            ("no receipt", 1)
         } else {
-            "more than one receipt"
+            ("more than one receipt", crate::exit::EXIT_USAGE)
         };
         errln!(
             "runx: {why} in {} has the id {}",
             dir.display(),
             terminal_safe(id)
         );
-        return ExitCode::from(crate::exit::EXIT_USAGE);
+        return ExitCode::from(code);
     };
     let (status, v) = classify(doc, key);
     if as_json {

@@ -431,6 +431,7 @@ fn runx_0_8_2_and_this_runx_agree_on_runx_flags() {
     for (args, code) in [
         (&["history", "--since", "yesterday"][..], 1),
         (&["history", "--detail"][..], 64),
+        (&["history", "sha256:0123456789abcdef", "--detail"][..], 1),
         (
             &[
                 "history",
