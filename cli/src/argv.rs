@@ -35,7 +35,12 @@ fn skill_flags<C: CommandFactory>() -> Option<Flags> {
     for arg in cli.get_arguments().chain(skill.get_arguments()) {
         let takes_value = arg.get_action().takes_values();
         let mut names: Vec<String> = Vec::new();
-        if let Some(long) = arg.get_long() {
+        // A flag's aliases are its names too: `--receipts` is `--receipt-dir`.
+        let longs = arg
+            .get_long()
+            .into_iter()
+            .chain(arg.get_all_aliases().unwrap_or_default());
+        for long in longs {
             names.push(format!("--{long}"));
         }
         if let Some(short) = arg.get_short() {
@@ -203,6 +208,10 @@ mod tests {
             "runx skill check pkg --json",
             "runx harness skill-fixtures --json",
             "runx skill pkg -- --literal",
+            // runx's short and alias names of the same flags.
+            "runx skill pkg -j -R r -p ops --diagnostics",
+            "runx skill pkg --receipts r --credential-profile ops",
+            "runx skill pkg --receipts=r -R=r",
         ] {
             assert_eq!(rewrite(line).unwrap(), line);
         }
@@ -227,6 +236,13 @@ mod tests {
             rewrite("runx skill pkg -i payload --receipt-dir=r").unwrap(),
             "runx skill pkg -i payload --receipt-dir=r"
         );
+    }
+
+    #[test]
+    fn the_command_line_is_consistent() {
+        // clap's own checks (no two flags share a name, short or alias), which a release
+        // build leaves out of parsing.
+        <crate::Cli as clap::CommandFactory>::command().debug_assert();
     }
 
     #[test]

@@ -3,7 +3,8 @@
 //!
 //! - this file: the top-level flags and the dispatch to a command;
 //! - `commands/`: one file per command (`skill`, `inspect`, `harness`, `bench`, `receipt`,
-//!   `serve`, `mcp`), each with its own flags;
+//!   `serve`, `mcp`), each with its own flags; `hosted` answers runx's hosted-side commands;
+//! - `history_filter`: the filters of `runx history`;
 //! - `inputs`: `-i KEY=VALUE`, `--input-json` and `--inputs FILE|-` turned into an input object;
 //! - `keys`, `launch`: receipt keys from flags and the environment; this process's runtime;
 //! - `package`: the package directory a command names (a bare name as `skills/NAME`);
@@ -13,7 +14,10 @@
 #![forbid(unsafe_code)]
 
 use clap::{Parser, Subcommand};
-use commands::{bench, check, harness, history, inspect, mcp, receipt, serve, skill, verify};
+use commands::hosted::{Hosted, HostedArgs};
+use commands::{
+    bench, check, harness, history, hosted, inspect, mcp, receipt, serve, skill, verify,
+};
 use exit::{EXIT_USAGE, usage};
 use runx_runtime::DEFAULT_ENGINE;
 use std::process::ExitCode;
@@ -23,6 +27,7 @@ mod output;
 mod argv;
 mod commands;
 mod exit;
+mod history_filter;
 mod inputs;
 mod keys;
 mod launch;
@@ -58,7 +63,7 @@ enum Command {
     /// Measure runx on this machine: `runx bench pages`.
     Bench(bench::BenchArgs),
     /// List the receipts of the receipt directory, newest first, each verified, unverified or
-    /// invalid; or show one in full (`runx history RECEIPT_ID`).
+    /// invalid, filtered as runx filters them; or show one in full (`--detail RECEIPT_ID`).
     History(history::HistoryArgs),
     /// Verify receipts as runx does: one file (`--receipt FILE|-`) with runx's verdict, or the
     /// receipt directory. Exit 0 valid, 3 not valid.
@@ -70,6 +75,14 @@ enum Command {
     Serve(serve::ServeArgs),
     /// Serve skill runners as Model Context Protocol tools: `runx mcp serve DIR...`.
     Mcp(mcp::McpArgs),
+    /// runx's hosted registry: not in this runtime (says what to use instead; exit 1).
+    Registry(HostedArgs),
+    /// Resume a paused runx run: runs here never pause (says what to do instead; exit 1).
+    Resume(HostedArgs),
+    /// Sign in to runx's hosted service: not used by this runtime (exit 1).
+    Login(HostedArgs),
+    /// Publish a receipt to runx's hosted service: not in this runtime (exit 1).
+    Publish(HostedArgs),
     /// The worker process (started by runx itself).
     #[command(name = "__worker", hide = true)]
     Worker {
@@ -123,6 +136,10 @@ fn main() -> ExitCode {
         Command::Receipt(command) => receipt::run(command),
         Command::Serve(args) => serve::run(engine, args),
         Command::Mcp(args) => mcp::run(engine, args),
+        Command::Registry(args) => hosted::run(Hosted::Registry, &args),
+        Command::Resume(args) => hosted::run(Hosted::Resume, &args),
+        Command::Login(args) => hosted::run(Hosted::Login, &args),
+        Command::Publish(args) => hosted::run(Hosted::Publish, &args),
         Command::Worker { .. } => ExitCode::SUCCESS,
     }
 }

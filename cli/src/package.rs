@@ -1,8 +1,23 @@
-//! Finding the package a command names: a directory, or a bare skill name found as
-//! `skills/NAME` (the runx convention); when nothing is there, where runx looked and the
-//! nearest package it saw.
+//! Finding the package a command names: a directory, its `SKILL.md` or `X.yaml` (as runx
+//! takes them), or a bare skill name found as `skills/NAME` (the runx convention); when
+//! nothing is there, where runx looked and the nearest package it saw.
 
 use std::path::{Path, PathBuf};
+
+/// The file names that stand for the package directory holding them, as in runx:
+/// `runx skill skills/helpdesk/SKILL.md` runs `skills/helpdesk`.
+const PACKAGE_FILES: [&str; 2] = ["SKILL.md", runx_profile::PROFILE_FILE];
+
+/// The directory holding `path` when `path` is a package's `SKILL.md` or `X.yaml` file;
+/// `None` for anything else.
+pub fn package_of_file(path: &Path) -> Option<PathBuf> {
+    let name = path.file_name()?.to_str()?;
+    if !PACKAGE_FILES.contains(&name) || !path.is_file() {
+        return None;
+    }
+    let parent = path.parent().filter(|p| !p.as_os_str().is_empty());
+    Some(parent.map_or_else(|| PathBuf::from("."), Path::to_path_buf))
+}
 
 /// The package directory `dir` names, as [`package_dir`] finds it; when nothing is there, a
 /// message saying where it looked and naming the nearest package it saw.
@@ -10,8 +25,12 @@ pub fn find_package(dir: &Path) -> Result<PathBuf, String> {
     let found = package_dir(dir);
     if let Ok(meta) = std::fs::metadata(&found) {
         if !meta.is_dir() {
+            if let Some(package) = package_of_file(&found) {
+                return Ok(package);
+            }
             return Err(format!(
-                "`{}` is a file, not a skill package: a package is a directory holding {}",
+                "`{}` is a file, not a skill package: a package is a directory holding {}; \
+                 name the directory, its SKILL.md or its {1}",
                 dir.display(),
                 runx_profile::PROFILE_FILE
             ));

@@ -178,6 +178,34 @@ def test_a_failing_run_raises_the_sdks_error(runx_bin: str, receipts: Path) -> N
     assert len(receipt_files(receipts)) == 2
 
 
+def test_a_skill_md_path_runs_its_package(runx_bin: str, receipts: Path, tmp_path: Path) -> None:
+    """runx's SDK passes what it is given as the package; runx takes a SKILL.md for its folder."""
+    package = tmp_path / "hello-world"
+    shutil.copytree(FIXTURES / "hello-world", package)
+    (package / "SKILL.md").write_text("# hello-world\n")
+    run = client(runx_bin, receipts).run_skill(str(package / "SKILL.md"), {"message": "hi"})
+    assert_sealed(run, {"message": "hi"}, receipts, "default")
+
+
+@pytest.mark.parametrize(
+    ("call", "command"),
+    [
+        (lambda c: c.search_skills("triage"), "registry"),
+        (lambda c: c.continue_run("skill-fixtures/hello", "run_default_0", "answers.json"), "resume"),
+    ],
+)
+def test_hosted_side_calls_raise_with_the_reason(runx_bin: str, receipts: Path, call: Any, command: str) -> None:
+    """`search_skills` and `continue_run` call runx's hosted side, which this runtime does not
+    have: the SDK raises its error (exit 1, as runx) with the line saying so and what to use."""
+    with pytest.raises(RunxCommandError) as caught:
+        call(client(runx_bin, receipts))
+    assert caught.value.returncode == 1
+    assert caught.value.args_list[0] == command
+    assert caught.value.stderr.startswith(f"runx: `runx {command}` "), caught.value.stderr
+    assert "runx skill DIR" in caught.value.stderr
+    assert receipt_files(receipts) == []
+
+
 def test_the_documented_first_command_works_verbatim(runx_bin: str, tmp_path: Path) -> None:
     work = tmp_path / "work"
     shutil.copytree(FIXTURES / "hello-world", work / "examples" / "hello-world")

@@ -11,11 +11,12 @@ use std::process::ExitCode;
 /// `runx skill check` flags.
 #[derive(clap::Args)]
 pub struct CheckArgs {
-    /// Skill package directories, or bare skill names found as `skills/NAME`.
+    /// Skill package directories (or their `SKILL.md` or `X.yaml`), or bare skill names found
+    /// as `skills/NAME`.
     #[arg(required = true, value_name = "DIR")]
     pub dirs: Vec<PathBuf>,
     /// Print one JSON object on stdout: `{status, packages: [{dir, skill, runners, problems}]}`.
-    #[arg(long)]
+    #[arg(short = 'j', long)]
     pub json: bool,
 }
 

@@ -17,15 +17,16 @@ const EXIT_USAGE: u8 = 64;
 
 #[derive(clap::Args)]
 pub struct HarnessArgs {
-    /// Package directories, fixture files, or directories of packages.
+    /// Package directories (or their `SKILL.md`), fixture files, or directories of packages.
     #[arg(required = true)]
     pub paths: Vec<PathBuf>,
     /// Print a JSON report on stdout.
-    #[arg(long)]
+    #[arg(short = 'j', long)]
     pub json: bool,
     /// Write the harness receipt and every case's receipt under DIR instead of
-    /// `.runx/harness-receipts` of the working directory.
-    #[arg(long, value_name = "DIR")]
+    /// `.runx/harness-receipts` of the working directory (`-R DIR`, `--receipts DIR` as in
+    /// runx).
+    #[arg(short = 'R', long, visible_alias = "receipts", value_name = "DIR")]
     pub receipt_dir: Option<PathBuf>,
     #[command(flatten)]
     pub sign: SignArgs,
@@ -42,9 +43,21 @@ pub fn command(args: HarnessArgs, engine: Option<&str>) -> ExitCode {
             .join(".runx")
             .join("harness-receipts")
     });
+    // A package's SKILL.md stands for its directory, as in runx (an X.yaml stays a fixture
+    // file: runx's harness reads `*.yaml` arguments as fixtures).
+    let paths: Vec<PathBuf> = args
+        .paths
+        .iter()
+        .map(|p| match p.file_name() {
+            Some(name) if name == "SKILL.md" => {
+                crate::package::package_of_file(p).unwrap_or_else(|| p.clone())
+            }
+            _ => p.clone(),
+        })
+        .collect();
     let code = run(
         &launch::runtime(engine, keys),
-        &args.paths,
+        &paths,
         args.json,
         &receipt_dir,
     );

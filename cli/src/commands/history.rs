@@ -1,5 +1,6 @@
-//! `runx history [RECEIPT_ID]`: the receipts of the receipt directory, newest first, each
-//! classified as runx classifies it; with an id, that receipt in full.
+//! `runx history [QUERY] [filters]`: the receipts of the receipt directory that pass runx's
+//! filters (`history_filter`), newest first, each classified as runx classifies it; with
+//! `--detail RECEIPT_ID`, that receipt in full.
 //!
 //! - `verified`: a verification key is configured (`RUNX_RECEIPT_VERIFY_*`, or a
 //!   `RUNX_RECEIPT_SIGN_*` key) and the receipt verifies with it;
@@ -9,6 +10,7 @@
 //! - `invalid`: anything else: changed, not a receipt, or (with a key) not signed by it.
 
 use super::verify::matches_id;
+use crate::history_filter::{Filter, instant_flag, normalized};
 use crate::output::terminal_safe;
 use crate::store::listing;
 use runx_receipts::VerifyKey;
@@ -19,20 +21,70 @@ use std::process::ExitCode;
 
 #[derive(clap::Args)]
 pub struct HistoryArgs {
-    /// Show this receipt in full (its id, or a unique start of it of 8 digits or more).
-    pub receipt_id: Option<String>,
+    /// Words to look for (runx's QUERY, joined by spaces): lists the receipts whose id, name,
+    /// skill, runner, source, actor or artifact type holds them, ignoring case. A whole
+    /// receipt id alone (`sha256:...`) shows that receipt in full; with `--detail`, so does a
+    /// unique start of one of 8 digits or more.
+    pub query: Vec<String>,
+    /// Show the one receipt QUERY names in full instead of listing.
+    #[arg(long)]
+    pub detail: bool,
+    /// Only receipts of skills whose name holds S (ignoring case).
+    #[arg(long, value_name = "S")]
+    pub skill: Option<String>,
+    /// Only receipts whose status (the seal's disposition: `closed`, `blocked`, `failed`) is S.
+    #[arg(long, value_name = "S")]
+    pub status: Option<String>,
+    /// Only receipts whose source (the issuer type: `local`, `ci`, ...) is S.
+    #[arg(long, value_name = "S")]
+    pub source: Option<String>,
+    /// Only receipts one of whose actors is A.
+    #[arg(long, value_name = "A")]
+    pub actor: Option<String>,
+    /// Only receipts with an artifact of type T.
+    #[arg(
+        long,
+        value_name = "T",
+        alias = "artifact_type",
+        alias = "artifactType"
+    )]
+    pub artifact_type: Option<String>,
+    /// Only receipts created at or after this RFC 3339 time (`2026-05-18T09:30:00Z`).
+    #[arg(long, value_name = "ISO")]
+    pub since: Option<String>,
+    /// Only receipts created at or before this RFC 3339 time.
+    #[arg(long, value_name = "ISO")]
+    pub until: Option<String>,
+    /// Also list harness and trial receipts (runx's: made by a harness, or at its fixed time).
+    #[arg(long)]
+    pub include_harness: bool,
     /// The receipt directory; without it, `RUNX_RECEIPT_DIR`, else `.runx/receipts`.
     #[arg(long, value_name = "DIR")]
     pub receipt_dir: Option<PathBuf>,
-    /// List at most N receipts (the newest).
+    /// List at most N receipts (the newest that pass the filters).
     #[arg(long, value_name = "N")]
     pub limit: Option<usize>,
-    /// Accepted as runx accepts it; an id is always shown in full.
-    #[arg(long, hide = true)]
-    pub detail: bool,
     /// Print JSON on stdout.
     #[arg(long, short = 'j')]
     pub json: bool,
+}
+
+impl HistoryArgs {
+    /// The filters these flags name, or the message for a time that is not one.
+    fn filter(&self) -> Result<Filter, String> {
+        let query = self.query.join(" ");
+        Ok(Filter {
+            query: normalized(Some(&query)),
+            skill: normalized(self.skill.as_deref()),
+            status: normalized(self.status.as_deref()),
+            source: normalized(self.source.as_deref()),
+            actor: normalized(self.actor.as_deref()),
+            artifact_type: normalized(self.artifact_type.as_deref()),
+            since: instant_flag("--since", self.since.as_deref())?,
+            until: instant_flag("--until", self.until.as_deref())?,
+            include_harness: self.include_harness,
+        })
+    }
 }
 
 /// `verified`, `unverified` or `invalid` (see the module's documentation).
@@ -105,14 +157,36 @@ pub fn run(args: &HistoryArgs) -> ExitCode {
             return ExitCode::from(crate::exit::EXIT_USAGE);
         }
     };
+    let filter = match args.filter() {
+        Ok(f) => f,
+        // runx ends so for a time it cannot read.
+        Err(message) => {
+            errln!("runx: {message}");
+            return ExitCode::from(1);
+        }
+    };
+    let list_flags = filter.flags_select() || args.limit.is_some() || args.include_harness;
+    if args.detail && (args.query.len() != 1 || list_flags) {
+        return crate::exit::usage(if args.query.len() != 1 {
+            "history --detail requires one exact receipt id: runx history RECEIPT_ID --detail"
+        } else {
+            "history --detail does not accept list filters"
+        });
+    }
     let Some((dir, (found, unreadable))) = listing(args.receipt_dir.as_deref()) else {
         return ExitCode::from(1);
     };
-    if let Some(id) = &args.receipt_id {
-        return show_one(&found, id, key.as_ref(), &dir, args.json);
+    // runx's documented `runx history <receipt-id> --json`: a whole receipt id alone shows
+    // that receipt, as `--detail` does (a part of one is a query).
+    let whole_id = args.query.len() == 1
+        && !list_flags
+        && found.iter().any(|(_, d)| d["id"] == args.query[0].as_str());
+    if args.detail || whole_id {
+        return show_one(&found, &args.query[0], key.as_ref(), &dir, args.json);
     }
     let mut rows: Vec<Value> = found
         .iter()
+        .filter(|(_, doc)| !filter.hides(doc))
         .map(|(file, doc)| {
             // A receipt under another receipt's name (copied over it) is not that run's.
             let status = if runx_receipts::misnamed(file, doc).is_some() {
@@ -122,11 +196,15 @@ pub fn run(args: &HistoryArgs) -> ExitCode {
             };
             entry(file, doc, status)
         })
+        .filter(|row| filter.matches(row))
         .collect();
-    rows.extend(unreadable.iter().map(|u| {
-        json!({"id": null, "file": u.file.display().to_string(), "status": null,
-            "created_at": null, "summary": u.message, "verification": {"status": "invalid"}})
-    }));
+    // A file that cannot be read is listed while nothing selects: it names no skill or time.
+    if !filter.selects() {
+        rows.extend(unreadable.iter().map(|u| {
+            json!({"id": null, "file": u.file.display().to_string(), "status": null,
+                "created_at": null, "summary": u.message, "verification": {"status": "invalid"}})
+        }));
+    }
     // Newest first; equal times by id.
     rows.sort_by(|a, b| {
         let at = |v: &Value| v["created_at"].as_str().unwrap_or_default().to_string();
@@ -143,6 +221,13 @@ pub fn run(args: &HistoryArgs) -> ExitCode {
             "signature_mode": if key.is_some() { "production" } else { "local-development" },
             "receipts": rows,
         }));
+        return ExitCode::SUCCESS;
+    }
+    if rows.is_empty() && filter.selects() {
+        outln!(
+            "no receipts in {} match; runx history lists them all",
+            dir.display()
+        );
         return ExitCode::SUCCESS;
     }
     if rows.is_empty() {
@@ -170,7 +255,7 @@ pub fn run(args: &HistoryArgs) -> ExitCode {
             r["verification"]["status"].as_str().unwrap_or("-"),
         );
     }
-    outln!("next  runx history <receipt-id> --json");
+    outln!("next  runx history <receipt-id> --detail --json");
     ExitCode::SUCCESS
 }
 
@@ -183,17 +268,19 @@ fn show_one(
 ) -> ExitCode {
     let matched: Vec<_> = found.iter().filter(|(_, d)| matches_id(d, id)).collect();
     let [(file, doc)] = matched.as_slice() else {
-        let why = if matched.is_empty() {
-            "no receipt"
+        // No such receipt ends 1, as runx's `--detail` ends ("receipt is missing"); an id
+        // start that several receipts share is the caller's to lengthen: usage, 64.
+        let (why, code) = if matched.is_empty() {
+            ("no receipt", 1)
         } else {
-            "more than one receipt"
+            ("more than one receipt", crate::exit::EXIT_USAGE)
         };
         errln!(
             "runx: {why} in {} has the id {}",
             dir.display(),
             terminal_safe(id)
         );
-        return ExitCode::from(crate::exit::EXIT_USAGE);
+        return ExitCode::from(code);
     };
     let (status, v) = classify(doc, key);
     if as_json {

@@ -5,6 +5,7 @@ pub mod check;
 pub mod dry_run;
 pub mod harness;
 pub mod history;
+pub mod hosted;
 pub mod inspect;
 pub mod mcp;
 pub mod receipt;

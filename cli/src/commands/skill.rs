@@ -20,8 +20,8 @@ use std::process::ExitCode;
 pub struct SkillArgs {
     #[command(subcommand)]
     pub command: Option<SkillCommand>,
-    /// The skill package directory, or a bare skill name found as `skills/NAME` in the working
-    /// directory.
+    /// The skill package directory, its `SKILL.md` or `X.yaml` (standing for the directory),
+    /// or a bare skill name found as `skills/NAME` in the working directory.
     #[arg(required = true)]
     pub dir: Option<PathBuf>,
     /// The runner to run; the package's default runner when omitted.
@@ -42,12 +42,27 @@ pub struct SkillArgs {
     #[arg(long)]
     pub non_interactive: bool,
     /// Print one JSON object with status, output, receipt and error on stdout.
-    #[arg(long)]
+    #[arg(short = 'j', long)]
     pub json: bool,
-    /// Write the receipt under DIR; without it, under `RUNX_RECEIPT_DIR` when that is set (as
-    /// runx reads it), else under `.runx/receipts` of the working directory.
-    #[arg(long, value_name = "DIR")]
+    /// With `--json`, add the run's evidence as its receipt records it (`execution`: engine,
+    /// limits, bundle, input and output digests, duration, failure) and leave out `next`, as
+    /// runx's `--diagnostics` inlines its trace. Without `--json`, nothing changes.
+    #[arg(long)]
+    pub diagnostics: bool,
+    /// Write the receipt under DIR (`-R DIR` and `--receipts DIR` are runx's names for it);
+    /// without it, under `RUNX_RECEIPT_DIR` when that is set (as runx reads it), else under
+    /// `.runx/receipts` of the working directory.
+    #[arg(short = 'R', long, visible_alias = "receipts", value_name = "DIR")]
     pub receipt_dir: Option<PathBuf>,
+    /// runx's stored credential profile for a runner that declares a `credential`. This
+    /// runtime keeps no credential store, so the run is refused (exit 1) with what to do.
+    #[arg(
+        short = 'p',
+        long,
+        visible_alias = "credential-profile",
+        value_name = "NAME"
+    )]
+    pub profile: Option<String>,
     /// Show what the run would do (argv, cwd, environment names, staged files, module closure,
     /// artifact and pages, limits) without starting anything or writing a receipt.
     #[arg(long)]
@@ -71,10 +86,11 @@ pub enum SkillCommand {
 
 #[derive(clap::Args)]
 pub struct InspectArgs {
-    /// The skill package directory, or a bare skill name found as `skills/NAME`.
+    /// The skill package directory, its `SKILL.md` or `X.yaml`, or a bare skill name found
+    /// as `skills/NAME`.
     pub dir: PathBuf,
     /// Print one JSON object on stdout.
-    #[arg(long)]
+    #[arg(short = 'j', long)]
     pub json: bool,
 }
 
@@ -97,6 +113,9 @@ pub fn run(args: SkillArgs, engine: Option<&str>) -> ExitCode {
             return usage(&message);
         }
     };
+    if let Some(profile) = &args.profile {
+        return refuse_profile(profile, args.runner.as_deref(), args.json);
+    }
     // A bad key refuses the run before anything is read or receipted: there is no one to sign
     // the refusal with.
     let keys = match keys(&args.sign) {
@@ -142,7 +161,7 @@ pub fn run(args: SkillArgs, engine: Option<&str>) -> ExitCode {
         // Refused before anything runs, but receipted like any run of a known package.
         Err(e) => rt.refuse(req, e),
     };
-    report(&outcome, args.json);
+    report(&outcome, args.json, args.diagnostics);
     if let Some(code) = signals::exit_code() {
         return ExitCode::from(code);
     }
@@ -200,9 +219,40 @@ fn request(args: &SkillArgs, dir: &Path) -> RunRequest {
     req
 }
 
-fn report(o: &RunOutcome, as_json: bool) {
+/// `-p NAME`: refused as runx refuses a profile it cannot use, exit 1 before anything is read
+/// or receipted. runx reads NAME from its own credential store (`runx credential`); this
+/// runtime has none and hands a runner no credential.
+fn refuse_profile(profile: &str, runner: Option<&str>, as_json: bool) -> ExitCode {
+    let e = RunError::new(
+        runx_runtime::FailureKind::Environment,
+        "credential_error",
+        format!(
+            "--profile {profile}: this runtime keeps no credential profiles and delivers no \
+             credentials (runx reads them from its own store, `runx credential`); run without \
+             --profile and give the runner what it needs through the environment names it \
+             declares, or run the package with runx"
+        ),
+    );
     if as_json {
-        print_json(&runx_runtime::run_json(o));
+        print_json(&runx_runtime::refused_json(runner, &e));
+    }
+    errln!("runx: {}", e.message);
+    ExitCode::from(1)
+}
+
+fn report(o: &RunOutcome, as_json: bool, diagnostics: bool) {
+    if as_json {
+        let mut v = runx_runtime::run_json(o);
+        if diagnostics && let Some(object) = v.as_object_mut() {
+            // runx inlines its trace and leaves out the next command; the trace here is the
+            // evidence the receipt carries.
+            object.remove("next");
+            object.insert(
+                "execution".to_string(),
+                serde_json::to_value(&o.evidence).unwrap_or(Value::Null),
+            );
+        }
+        print_json(&v);
         // stdout is the result; a caller that keeps only stderr (runx's Python SDK on a
         // failed run) still learns why.
         if let Err(e) = &o.result {

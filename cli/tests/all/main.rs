@@ -15,6 +15,7 @@ mod messages;
 mod pages;
 mod receipt_writes;
 mod receipts;
+mod runx_flags;
 mod sandbox;
 mod serve;
 mod supervision;

@@ -281,20 +281,27 @@ fn changing_the_body_the_signature_or_the_key_id_fails_and_says_which() {
             "/signature",
         ),
     ];
+    // Each changed receipt is written under a name that claims no id: a receipt sealed again
+    // has another content address than the file its run wrote.
+    let changed = path.with_file_name("changed.json");
     for (what, change, check, message) in cases {
         let mut r = original.clone();
         change(&mut r);
-        std::fs::write(&path, serde_json::to_vec_pretty(&r).unwrap()).unwrap();
-        let out = verify(ws.path(), &[path.to_str().unwrap()], &sign_env());
+        std::fs::write(&changed, serde_json::to_vec_pretty(&r).unwrap()).unwrap();
+        let out = verify(ws.path(), &[changed.to_str().unwrap()], &sign_env());
         assert_eq!(out.status.code(), Some(1), "{what}: {}", stdout(&out));
         let text = stdout(&out);
         assert!(
-            text.contains(&format!("FAIL {}: {check}: ", path.display())),
+            text.contains(&format!("FAIL {}: {check}: ", changed.display())),
             "{what}: {text}"
         );
         assert!(text.contains(message), "{what}: {text}");
         assert!(text.ends_with("0 verified, 1 failed\n"), "{what}: {text}");
-        let out = verify(ws.path(), &[path.to_str().unwrap(), "--json"], &sign_env());
+        let out = verify(
+            ws.path(),
+            &[changed.to_str().unwrap(), "--json"],
+            &sign_env(),
+        );
         let report: Value = serde_json::from_str(&stdout(&out)).unwrap();
         assert_eq!(report["status"], "failed");
         assert_eq!(report["receipts"][0]["check"], check, "{what}");
@@ -303,7 +310,7 @@ fn changing_the_body_the_signature_or_the_key_id_fails_and_says_which() {
         let out = verify(
             ws.path(),
             &[
-                path.to_str().unwrap(),
+                changed.to_str().unwrap(),
                 "--allow-local-development-signatures",
             ],
             &sign_env(),
@@ -1198,7 +1205,7 @@ fn runx_verify_gives_runx_verdicts_and_exit_codes() {
 }
 
 /// `runx history`: the receipts of the receipt directory, newest first, each `verified`,
-/// `unverified` or `invalid`; with an id, that one in full.
+/// `unverified` or `invalid`; with `--detail` and an id, that one in full.
 #[test]
 fn runx_history_lists_receipts_newest_first_with_their_verification() {
     let (ws, _) = workspace_with("imports");
@@ -1290,7 +1297,10 @@ fn runx_history_lists_receipts_newest_first_with_their_verification() {
 
     // One receipt by a start of its id, in full.
     let full = id(&second);
-    let one = history(&[&full["sha256:".len().."sha256:".len() + 12]], &sign_env());
+    let one = history(
+        &[&full["sha256:".len().."sha256:".len() + 12], "--detail"],
+        &sign_env(),
+    );
     assert_eq!(one["receipt"]["id"], full.as_str(), "{one}");
     assert_eq!(
         one["receipt"],
@@ -1298,11 +1308,16 @@ fn runx_history_lists_receipts_newest_first_with_their_verification() {
     );
     assert_eq!(one["verification"]["status"], "verified", "{one}");
     assert_eq!(one["verification"]["verdict"]["valid"], true, "{one}");
-    let one = history(&[&id(&first)], &[]);
+    let one = history(&[&id(&first), "--detail"], &[]);
     assert_eq!(one["verification"]["status"], "invalid", "{one}");
-    // An id no receipt has is a usage error.
-    let out = run_in(ws.path(), &["history", "0123456789ab", "--json"], &[]);
-    assert_eq!(out.status.code(), Some(64), "{}", stdout(&out));
+    // An id no receipt has.
+    let out = run_in(
+        ws.path(),
+        &["history", "0123456789ab", "--detail", "--json"],
+        &[],
+    );
+    // As runx ends `--detail` for a receipt that is not there.
+    assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
 }
 
 /// A receipt's file is named by its content address (issue 43, item 5): a sealed receipt copied
