@@ -38,6 +38,7 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+mod aliases;
 mod applied;
 mod contract;
 mod decl;

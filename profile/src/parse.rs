@@ -95,7 +95,7 @@ pub fn read_text(dir: &Path) -> Result<(PathBuf, String), ProfileError> {
 
 /// Parses profile text. `dir` is recorded as the package directory; `file` is used in messages.
 pub fn parse(text: &str, dir: &Path, file: &Path) -> Result<Profile, ProfileError> {
-    let invalid = |e: serde_yaml_ng::Error| yaml_error(file, e);
+    let invalid = |e: serde_yaml_ng::Error| yaml_error(file, text, e);
     if text.trim().is_empty() {
         return Err(ProfileError::Invalid {
             file: file.to_path_buf(),
@@ -169,9 +169,23 @@ pub fn parse(text: &str, dir: &Path, file: &Path) -> Result<Profile, ProfileErro
 }
 
 /// Turns a YAML error into [`ProfileError::Invalid`], moving the location out of the message.
-fn yaml_error(file: &Path, e: serde_yaml_ng::Error) -> ProfileError {
+fn yaml_error(file: &Path, text: &str, e: serde_yaml_ng::Error) -> ProfileError {
     let location = e.location();
     let mut message = e.to_string();
+    if location.is_none() && message.starts_with("repetition limit exceeded") {
+        // The reader says no more of an alias bomb: find the alias where it goes off.
+        if let Some(b) = crate::aliases::bomb(text) {
+            return ProfileError::Invalid {
+                file: file.to_path_buf(),
+                line: Some(b.line),
+                column: Some(b.column),
+                message: format!(
+                    "repetition limit exceeded: by this alias the document's aliases expand {} times, past the {} a document of its size may (an alias bomb): name fewer aliases, or write the repeated nodes out",
+                    b.expansions, b.limit
+                ),
+            };
+        }
+    }
     if let Some(loc) = &location {
         let suffix = format!(" at line {} column {}", loc.line(), loc.column());
         if let Some(stripped) = message.strip_suffix(&suffix) {
