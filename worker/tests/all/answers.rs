@@ -3,9 +3,8 @@
 //! choice to the engine) gives, not only against the other engine. Each table row is an
 //! expression and the JSON text of its value, or `throws Name`.
 
-use super::single;
-use runx_worker::{Engine, EngineCall, Limits};
-use std::collections::BTreeMap;
+use super::call_source;
+use runx_worker::{Engine, Limits};
 
 /// Evaluates each expression in one call, in a module of its own, and returns its value as
 /// JSON text or `throws Name`.
@@ -17,19 +16,7 @@ fn answers(engine: &mut dyn Engine, expressions: &[&str]) -> Vec<String> {
         ));
     }
     source.push_str("  return { out };\n};\n");
-    let bundle = single(&source);
-    let env = BTreeMap::new();
-    let call = EngineCall {
-        bundle: &bundle,
-        export: None,
-        input: b"{}",
-        page: None,
-        environment: &env,
-        limits: Limits::default(),
-        continues: false,
-        probe: false,
-    };
-    let out = match engine.call(&call) {
+    let out = match call_source(engine, &source, Limits::default()) {
         Ok(out) => out,
         Err((f, _)) => panic!("the call failed: {f}\n{source}"),
     };
@@ -196,25 +183,8 @@ pub fn sorting_a_frozen_array_throws(e: &mut dyn Engine) {
     );
 }
 
-macro_rules! answers_suite {
-    ($module:ident, $make:expr) => {
-        mod $module {
-            macro_rules! case {
-                ($name:ident) => {
-                    #[test]
-                    fn $name() {
-                        let mut engine = $make;
-                        super::$name(&mut engine);
-                    }
-                };
-            }
-            case!(date_arithmetic_follows_the_specification);
-            case!(locale_case_mapping_is_one_rule);
-            case!(sorting_a_frozen_array_throws);
-        }
-    };
-}
-
-answers_suite!(quickjs, runx_worker::QuickJs::new());
-#[cfg(feature = "v8")]
-answers_suite!(v8, runx_worker::V8::new());
+per_engine!(
+    date_arithmetic_follows_the_specification,
+    locale_case_mapping_is_one_rule,
+    sorting_a_frozen_array_throws,
+);

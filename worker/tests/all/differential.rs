@@ -8,9 +8,8 @@
 //! seed is fixed, so a failure names a program that can be run again; `RUNX_DIFF_PROGRAMS`
 //! sets how many (300 by default) and `RUNX_DIFF_SEED` another seed.
 
-use super::single;
-use runx_worker::{Engine, EngineCall, Limits, QuickJs, V8};
-use std::collections::BTreeMap;
+use super::call_source;
+use runx_worker::{Engine, Limits, QuickJs, V8};
 use std::fmt::Write;
 
 /// A small deterministic generator (64-bit LCG, top bits): no randomness crate needed.
@@ -273,19 +272,7 @@ fn program(rng: &mut Rng) -> String {
 }
 
 fn run(engine: &mut dyn Engine, source: &str) -> String {
-    let bundle = single(source);
-    let env = BTreeMap::new();
-    let call = EngineCall {
-        bundle: &bundle,
-        export: None,
-        input: b"{}",
-        page: None,
-        environment: &env,
-        limits: Limits::default(),
-        continues: false,
-        probe: false,
-    };
-    match engine.call(&call) {
+    match call_source(engine, source, Limits::default()) {
         Ok(out) => String::from_utf8_lossy(&out.output).into_owned(),
         Err((f, _)) => format!("failed: {f}"),
     }

@@ -6,25 +6,13 @@
 //! threads. Each case runs the same call many times, each on an isolate (or runtime) of its
 //! own, as calls of different runs are.
 
-use super::{on_engine_thread, single};
-use runx_worker::{Call, Engine, EngineCall, FailureCode, Limit, Limits, Pool, PoolConfig};
-use std::collections::BTreeMap;
+use super::{call_source, single};
+use runx_worker::{Call, Engine, FailureCode, Limit, Limits, Pool, PoolConfig};
 
 /// Runs `source`'s default export once under `limits`: its output, or `code/limit` of its
 /// failure.
 fn outcome(e: &mut dyn Engine, source: &str, limits: Limits) -> String {
-    let bundle = single(source);
-    let call = EngineCall {
-        bundle: &bundle,
-        export: None,
-        input: b"{}",
-        page: None,
-        environment: &BTreeMap::new(),
-        limits,
-        continues: false,
-        probe: false,
-    };
-    match e.call(&call) {
+    match call_source(e, source, limits) {
         Ok(out) => String::from_utf8_lossy(&out.output).into_owned(),
         Err((f, _)) => format!("{:?}/{:?}", f.code, f.limit),
     }
@@ -205,27 +193,10 @@ pub fn a_stack_overflow_is_the_same_in_every_worker(e: &mut dyn Engine) {
     assert!(answers.windows(2).all(|w| w[0] == w[1]), "{answers:?}");
 }
 
-/// Instantiates every case for one engine, each on a thread with the engine thread's stack.
-macro_rules! repeat_suite {
-    ($module:ident, $make:expr) => {
-        mod $module {
-            macro_rules! case {
-                ($name:ident) => {
-                    #[test]
-                    fn $name() {
-                        super::on_engine_thread(|| super::$name(&mut $make));
-                    }
-                };
-            }
-            case!(the_guaranteed_depth_fits_in_the_default_stack);
-            case!(a_stack_overflow_ends_at_the_same_depth_every_run);
-            case!(heap_exhaustion_comes_at_the_same_point_every_run);
-            case!(nan_bits_are_the_same_every_run);
-            case!(a_stack_overflow_is_the_same_in_every_worker);
-        }
-    };
-}
-
-repeat_suite!(quickjs, runx_worker::QuickJs::new());
-#[cfg(feature = "v8")]
-repeat_suite!(v8, runx_worker::V8::new());
+per_engine!(
+    the_guaranteed_depth_fits_in_the_default_stack,
+    a_stack_overflow_ends_at_the_same_depth_every_run,
+    heap_exhaustion_comes_at_the_same_point_every_run,
+    nan_bits_are_the_same_every_run,
+    a_stack_overflow_is_the_same_in_every_worker,
+);
