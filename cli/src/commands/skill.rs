@@ -199,7 +199,7 @@ fn dry_run(
                     subject(&outcome.skill, &outcome.runner),
                     e.kind,
                     e.code,
-                    e.message
+                    one_line(&e.message)
                 );
                 errln!("runx: dry run: nothing was started and no receipt was written");
             }
@@ -310,15 +310,27 @@ fn report(o: &RunOutcome, as_json: bool, diagnostics: bool) {
     }
 }
 
-/// `runx: SKILL RUNNER failed (kind/code): message` on stderr.
+/// `runx: SKILL RUNNER failed (kind/code): message` on stderr, on one line.
 fn failure_line(o: &RunOutcome, e: &RunError) {
     errln!(
         "runx: {} failed ({}/{}): {}",
         subject(&o.skill, &o.runner),
         e.kind,
         e.code,
-        e.message
+        one_line(&e.message)
     );
+}
+
+/// `message` on one line: its lines (a thrown error's stack frames, say) joined by ` | `. A
+/// caller that keeps the last line of stderr, or reads it line by line, gets the whole summary
+/// in one line; the message as it was is in the receipt and in `--json`.
+fn one_line(message: &str) -> String {
+    message
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect::<Vec<_>>()
+        .join(" | ")
 }
 
 /// What failed, as the message names it: `hello greet`, or `the skill` before a package was
