@@ -92,15 +92,43 @@ enum Command {
     },
 }
 
+/// A command line refused as `--json` reports a refusal: runx's failure object on stdout, with
+/// the kind `usage`.
+fn print_refused(message: &str) {
+    let refused = runx_runtime::RunError::new(runx_runtime::FailureKind::Usage, "usage", message);
+    output::print_json(&runx_runtime::refused_json(None, &refused));
+}
+
 fn main() -> ExitCode {
-    let args = match argv::direct_inputs::<Cli>(std::env::args_os().collect()) {
+    let raw: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    // `--json` promises one JSON object on stdout, for a command line refused before any
+    // command reads its flags too.
+    let wants_json = raw.iter().any(|a| a == "--json" || a == "-j");
+    let args = match argv::direct_inputs::<Cli>(raw) {
         Ok(args) => args,
-        Err(message) => return usage(&message),
+        Err(message) => {
+            if wants_json {
+                print_refused(&message);
+            }
+            return usage(&message);
+        }
     };
     let cli = match Cli::try_parse_from(args) {
         Ok(c) => c,
         Err(e) => {
             let code = if e.use_stderr() { EXIT_USAGE } else { 0 };
+            if e.use_stderr() && wants_json {
+                // clap's error without its usage and help lines, on one line.
+                let text = e.to_string();
+                let said: Vec<&str> = text
+                    .lines()
+                    .map(str::trim)
+                    .take_while(|l| !l.starts_with("Usage:") && !l.starts_with("For more"))
+                    .filter(|l| !l.is_empty())
+                    .collect();
+                let said = said.join(" ");
+                print_refused(said.strip_prefix("error: ").unwrap_or(&said));
+            }
             let _ = e.print();
             return ExitCode::from(code);
         }

@@ -612,3 +612,32 @@ fn an_engine_runx_does_not_know_is_an_invalid_profile() {
         "{message}"
     );
 }
+
+/// `--json` promises one JSON object on stdout: a command line refused before any command reads
+/// it (an unknown flag, a flag without its value, a missing argument) gives runx's failure
+/// object with the kind `usage`, and exit 64 (issue 43, "tried as a user would").
+#[test]
+fn a_refused_command_line_with_json_prints_one_json_object() {
+    for args in [
+        &["skill", "hello", "--json", "--no-such-flag"][..],
+        &["skill", "--json"][..],
+        &["history", "-j", "--nope"][..],
+        &["skill", "inspect", "--json"][..],
+    ] {
+        let out = run_in(&fixtures(), args, &[]);
+        assert_eq!(out.status.code(), Some(64), "{args:?}");
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        let v: Value = serde_json::from_str(&text)
+            .unwrap_or_else(|e| panic!("{args:?}: stdout is not one JSON object ({e}): {text:?}"));
+        assert_eq!(v["status"], "failure", "{args:?}: {v}");
+        assert_eq!(v["error"]["kind"], "usage", "{args:?}: {v}");
+        let message = v["error"]["message"].as_str().unwrap_or_default();
+        assert!(
+            !message.is_empty() && !message.contains('\n'),
+            "{args:?}: {v}"
+        );
+    }
+    // Help is not a refusal: it prints as it did.
+    let out = run_in(&fixtures(), &["skill", "--help", "--json"], &[]);
+    assert_eq!(out.status.code(), Some(0));
+}
