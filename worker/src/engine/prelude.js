@@ -765,15 +765,41 @@
       try { return StringRef(v); } catch (_) { return "[unprintable]"; }
     }
   };
+  // A line too large to copy (its well-formed copy, or its text crossing to the host, ran out
+  // of memory: a string of 32 MiB in a 64 MiB heap) is counted as dropped, by its UTF-8 bytes
+  // (a lone surrogate as the three of U+FFFD), never lost without a count.
+  const NOT_ASCII = /[^\x00-\x7f]/;
+  function utf8Bytes(text) {
+    if (apply(regexpExec, NOT_ASCII, [text]) === null) return text.length;
+    let bytes = 0;
+    for (let i = 0; i < text.length; i++) {
+      const c = apply(charCodeAt, text, [i]);
+      if (c < 0x80) bytes += 1;
+      else if (c < 0x800) bytes += 2;
+      else if (c >= 0xd800 && c <= 0xdbff && (apply(charCodeAt, text, [i + 1]) & 0xfc00) === 0xdc00) {
+        bytes += 4;
+        i++;
+      } else bytes += 3;
+    }
+    return bytes;
+  }
   const writer = (level) => function (...args) {
+    let text;
     try {
-      let text = "";
-      for (let i = 0; i < args.length; i++) {
+      // One argument is its own text, with no copy made of it.
+      text = args.length === 1 ? format(args[0]) : "";
+      for (let i = 0; i < args.length && args.length > 1; i++) {
         text += (i === 0 ? "" : " ") + format(args[i]);
       }
-      sink(level, apply(toWellFormed, text, []));
+      sink(level, apply(isWellFormed, text, []) ? text : apply(toWellFormed, text, []));
     } catch (_) {
-      // The host's sink takes any well-formed string; nothing else can fail here.
+      // The host's sink takes any well-formed string: what fails is memory, and then the line
+      // is counted without its text.
+      try {
+        if (typeof text === "string") sink(level, null, utf8Bytes(text));
+      } catch (_) {
+        // Nothing is left to count it with; the call goes on.
+      }
     }
   };
   const console = {

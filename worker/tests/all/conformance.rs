@@ -320,6 +320,16 @@ pub fn console_counts_every_byte(e: &mut dyn Engine) {
     .unwrap();
     assert!(out.log.lines.is_empty());
     assert_eq!(out.log.dropped_bytes, 5);
+    // A line of 40 MiB in a 64 MiB heap, too large to copy, is counted by its UTF-8 bytes (it
+    // was dropped without a count on QuickJS), and the lines after it are counted too.
+    let out = run(
+        e,
+        "export default () => { console.log('x'.repeat(40 * 1024 * 1024)); console.log('é\\ud800'.repeat(4)); console.log('y'); return {}; };",
+        json!({}),
+    )
+    .unwrap();
+    assert!(out.log.lines.is_empty(), "{:?}", out.log.lines.len());
+    assert_eq!(out.log.dropped_bytes, (40 << 20) + 1 + 5 * 4 + 1 + 2);
 }
 
 /// Logging never throws into the module: lone surrogates become U+FFFD, values that cannot be

@@ -9,6 +9,7 @@ use crate::engine::globals::ALLOWED_GLOBALS;
 use crate::wire::failure::{Failure, FailureCode};
 use rquickjs::context::intrinsic;
 use rquickjs::{Array, Context, Ctx, Function, Module, Object, Persistent, Runtime};
+use rquickjs::function::Opt;
 use runx_rules::Limits;
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
@@ -113,9 +114,17 @@ fn install_prelude(
         )
     };
     let (log, bound) = (log.clone(), bound.clone());
-    let sink = Function::new(ctx.clone(), move |level: String, text: String| {
-        log.borrow_mut().push(&level, &text, bound.get());
-    })
+    // `text` is null for a line the prelude could not copy: then `bytes` is its UTF-8 length,
+    // counted as dropped.
+    let sink = Function::new(
+        ctx.clone(),
+        move |level: String, text: Option<String>, bytes: Opt<f64>| match text {
+            Some(text) => log.borrow_mut().push(&level, &text, bound.get()),
+            None => log
+                .borrow_mut()
+                .drop_line(bytes.0.map_or(0, |b| b.max(0.0) as usize)),
+        },
+    )
     .map_err(internal)?;
     let allowed = Array::new(ctx.clone()).map_err(internal)?;
     for (i, name) in ALLOWED_GLOBALS.iter().enumerate() {

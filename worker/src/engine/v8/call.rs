@@ -272,6 +272,12 @@ pub(super) fn console_sink(
     // A line longer than what is left of the bound is only counted: its text never crosses
     // into Rust (a 256 MiB string would need 512 MiB here, past the worker's data cap).
     let text = args.get(1);
+    // A line the prelude could not copy comes as null and its UTF-8 length.
+    if text.is_null() {
+        let bytes = args.get(2).number_value(scope).unwrap_or(0.0);
+        state.log.borrow_mut().drop_line(bytes.max(0.0) as usize);
+        return;
+    }
     if let Ok(text) = v8::Local::<v8::String>::try_from(text) {
         let len = text.utf8_length(scope);
         let remaining = state.log.borrow().remaining(state.log_bound);
