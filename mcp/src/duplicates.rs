@@ -54,8 +54,9 @@ pub(crate) struct Screened<R> {
     /// Bytes ready for the reader.
     ready: Vec<u8>,
     at: usize,
-    /// Notifications put in place of refused lines and not yet answered: only those are
-    /// answered, so a client cannot make the server answer a notification it sent itself.
+    /// Notifications put in place of refused lines and not yet answered: no more stand-ins
+    /// are answered than lines were refused, so a client that sends notifications of that
+    /// name gets no answers beyond those its own refused lines owe it.
     pub(crate) owed: Arc<AtomicU64>,
 }
 
