@@ -298,8 +298,7 @@
     const days = [31, (year % 4 === 0 && year % 100 !== 0) || year % 400 === 0 ? 29 : 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31];
     if (month < 1 || month > 12 || day < 1 || day > days[month - 1] || minute > 59 || second > 59) return NaN;
     if (hour > 24 || (hour === 24 && (minute !== 0 || second !== 0 || ms !== 0))) return NaN;
-    const t = daysFromCivil(year, month, day) * 86400000 + ((hour * 60 + minute - offset) * 60 + second) * 1000 + ms;
-    return t > 8.64e15 || t < -8.64e15 ? NaN : t;
+    return timeClip(daysFromCivil(year, month, day) * 86400000 + ((hour * 60 + minute - offset) * 60 + second) * 1000 + ms);
   }
   // Days from 1970-01-01 to a civil date (month 1-12), exact for every integer year a double
   // holds (Howard Hinnant's `days_from_civil`).
@@ -625,12 +624,13 @@
       i += width;
     }
     // Scans from code point `at` in `step` for `found`, through marks that are neither of class
-    // 0 nor 230 (the contexts of SpecialCasing: After_I, After_Soft_Dotted, Before_Dot, More_Above).
-    const scan = (at, step, found, through230) => {
+    // 0 nor 230 (the contexts of SpecialCasing: After_I, After_Soft_Dotted, Before_Dot, More_Above,
+    // whose `found` is a mark of class 230 itself).
+    const scan = (at, step, found) => {
       for (let k = at + step; k >= 0 && k < count; k += step) {
         if (found(points[k])) return true;
         const cc = combiningClass(points[k]);
-        if (cc === 0 || (cc === 230 && !through230)) return false;
+        if (cc === 0 || cc === 230) return false;
       }
       return false;
     };
@@ -646,19 +646,19 @@
       let special;
       if (turkic && !upper) {
         if (c === "\u0130") special = "i";
-        else if (c === "\u0307" && scan(k, -1, isI, false)) special = "";
-        else if (c === "I" && !scan(k, 1, isDot, false)) special = "\u0131";
+        else if (c === "\u0307" && scan(k, -1, isI)) special = "";
+        else if (c === "I" && !scan(k, 1, isDot)) special = "\u0131";
       } else if (turkic) {
         if (c === "i") special = "\u0130";
       } else if (!upper) {
-        const more = () => scan(k, 1, above, true);
+        const more = () => scan(k, 1, above);
         if (c === "I" && more()) special = "i\u0307";
         else if (c === "J" && more()) special = "j\u0307";
         else if (c === "\u012e" && more()) special = "\u012f\u0307";
         else if (c === "\u00cc") special = "i\u0307\u0300";
         else if (c === "\u00cd") special = "i\u0307\u0301";
         else if (c === "\u0128") special = "i\u0307\u0303";
-      } else if (c === "\u0307" && scan(k, -1, softDotted, false)) {
+      } else if (c === "\u0307" && scan(k, -1, softDotted)) {
         special = "";
       }
       out += special === undefined ? apply(slice, mapped, [at, at + width]) : special;
