@@ -48,6 +48,7 @@
 //!         limits: Limits::default(),
 //!         continues: false,
 //!         probe: false,
+//!         keep_module: false,
 //!     })
 //!     .map_err(|(failure, _log)| failure)?;
 //! assert_eq!(out.output, br#"{"twice":42}"#);

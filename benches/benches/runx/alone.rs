@@ -122,6 +122,7 @@ impl Alone {
                 limits: Limits::default().with_wall(Duration::from_secs(600)),
                 continues: i > 0,
                 probe: false,
+                keep_module: false,
             })
             .map_err(|e| format!("page {i}: {e:?}"))?;
         Ok(out.output)

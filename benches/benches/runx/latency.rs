@@ -48,6 +48,7 @@ pub fn latency(worker: &WorkerCommand, runx: Option<&Path>, pkg: &Path, name: &s
                 limits: Limits::default(),
                 continues: false,
                 probe: false,
+                keep_module: false,
             })
             .expect("in-process call");
         t.elapsed()

@@ -38,6 +38,7 @@ fn calibrate_burn() -> u64 {
             limits: Limits::default(),
             continues: false,
             probe: false,
+            keep_module: false,
         })
         .is_ok();
     let took = t.elapsed().as_secs_f64();

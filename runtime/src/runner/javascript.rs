@@ -41,6 +41,7 @@ fn call(
         // A deterministic call may run again on another worker if its worker dies mid-call.
         idempotent: true,
         probe: false,
+        keep_module: false,
         run: None,
     };
     // The log is bounded again on this side: a worker is not trusted to have kept its bound.

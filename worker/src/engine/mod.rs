@@ -79,6 +79,11 @@ pub struct EngineCall<'a> {
     /// what `typeof` says of it. `runx skill check` learns so, with one call per module
     /// closure, that a package's exports exist before any run.
     pub probe: bool,
+    /// The module instance this call evaluates (or finds) lives for the calls of its run on
+    /// this engine, not for this call alone: a later call that [`EngineCall::continues`] the
+    /// run and also keeps the module calls the same instance, its module state as this call
+    /// left it. A paged runner declares it (`pages.module: partition`).
+    pub keep_module: bool,
 }
 
 /// One line written through `console.*`.

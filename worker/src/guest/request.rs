@@ -20,6 +20,9 @@ pub(super) struct Invoke {
     pub(super) continues: bool,
     /// Load and check the export only; no call.
     pub(super) probe: bool,
+    /// The module instance lives for the run's calls on this worker (a paged runner's
+    /// `module: partition`), not for this call alone.
+    pub(super) keep_module: bool,
 }
 
 /// The failure of a request the worker cannot read or will not take.

@@ -151,6 +151,7 @@ impl Session<'_> {
                 page,
                 probe,
                 run,
+                keep_module,
             } => {
                 let request = Invoke {
                     id,
@@ -162,6 +163,7 @@ impl Session<'_> {
                     run,
                     continues: false,
                     probe,
+                    keep_module,
                 };
                 self.invoke(request, &bundle_digest, bundle, tail)
             }
@@ -445,6 +447,7 @@ fn call_with(
         limits: request.limits,
         continues: request.continues,
         probe: request.probe,
+        keep_module: request.keep_module,
     };
     // If the engine must end the process (a heap exhausted inside a builtin), the answer to
     // this call is still written: see `fatal`.

@@ -128,6 +128,11 @@ pub enum Message {
         /// page's `run`, it continues on what the worker's previous call of that run built.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         run: Option<u64>,
+        /// The module instance lives for the calls of the run on this worker, not for this
+        /// call alone (a paged runner's `pages.module: partition`): a call that continues the
+        /// run calls the instance the previous one left.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        keep_module: bool,
     },
     /// Worker → host: the call succeeded; tail is the output JSON.
     Result {

@@ -34,6 +34,7 @@ fn run_with(
         limits,
         continues: false,
         probe: false,
+        keep_module: false,
     })
 }
 
@@ -1541,6 +1542,7 @@ pub fn pages_arrive_as_record_texts(e: &mut dyn Engine) {
         limits: Limits::default(),
         continues: false,
         probe: false,
+        keep_module: false,
     };
     let out = e.call(&call).unwrap();
     let v: Value = serde_json::from_slice(&out.output).unwrap();
@@ -1700,6 +1702,7 @@ pub fn limits_out_of_range_are_invalid_requests(e: &mut dyn Engine) {
                 limits: bad,
                 input_len: 2,
                 probe: false,
+                keep_module: false,
                 run: None,
                 page: None,
             },

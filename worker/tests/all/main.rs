@@ -57,6 +57,7 @@ pub fn call_source(
         limits,
         continues: false,
         probe: false,
+        keep_module: false,
     })
 }
 

@@ -143,6 +143,7 @@ fn a_page_by_descriptor_without_a_channel_is_refused() {
             limits: runx_worker::Limits::default(),
             input_len: 2,
             probe: false,
+            keep_module: false,
             run: None,
             page: Some(runx_worker::PageLayout {
                 meta_len: 2,
@@ -220,6 +221,7 @@ fn a_worker_whose_host_pipe_closes_exits_at_once() {
             limits: Limits::default().with_wall(Duration::from_secs(30)),
             input_len: input.len() as u32,
             probe: false,
+            keep_module: false,
             run: None,
             page: None,
         },
@@ -329,6 +331,7 @@ fn run_frame(
             limits: Limits::default(),
             input_len: 2,
             probe: false,
+            keep_module: false,
             run: call_run,
             page,
         },
@@ -444,6 +447,7 @@ fn invoke_frame(call_id: u64, limits: Limits, input: &[u8]) -> Vec<u8> {
             limits,
             input_len: input.len() as u32,
             probe: false,
+            keep_module: false,
             run: None,
             page: None,
         },
@@ -545,6 +549,7 @@ fn module_names_count_toward_the_source_limit() {
             limits: Limits::default(),
             input_len: 2,
             probe: false,
+            keep_module: false,
             run: None,
             page: None,
         },
@@ -627,6 +632,7 @@ proptest! {
             input_len,
             page: page.map(|(meta_len, record_count, blob_len)| PageLayout { meta_len, record_count, blob_len, range: None, keep_state: false, state_from: None, run: None }),
             probe: false,
+            keep_module: false,
             run: None,
         });
         let mut tail = input.clone();

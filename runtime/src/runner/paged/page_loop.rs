@@ -221,6 +221,7 @@ impl PageLoop<'_> {
             },
             idempotent,
             probe: false,
+            keep_module: false,
             run: None,
         }
     }

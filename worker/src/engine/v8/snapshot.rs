@@ -143,6 +143,7 @@ mod tests {
             limits: Limits::default(),
             continues: false,
             probe: false,
+            keep_module: false,
         };
         let mut instance = Instance::from_snapshot(&call.limits, startup).expect("an isolate");
         let state = Rc::new(CallState::new(&call, instance.buffers.clone()));

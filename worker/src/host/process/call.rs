@@ -125,6 +125,10 @@ pub struct Call {
     /// worker that ran the run's previous call, it continues on what that call built, as a
     /// page of the run does ([`PagePayload::run`]).
     pub run: Option<u64>,
+    /// The module instance lives for the run's calls on the worker, not for this call alone
+    /// ([`crate::EngineCall::keep_module`]): set on every call of a paged run whose runner
+    /// declares `pages.module: partition`.
+    pub keep_module: bool,
 }
 
 impl Call {
@@ -141,6 +145,7 @@ impl Call {
             limits: Limits::default(),
             idempotent: false,
             probe: false,
+            keep_module: false,
             run: None,
         }
     }

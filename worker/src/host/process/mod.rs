@@ -171,6 +171,7 @@ impl WorkerProcess {
                 input_len: call.input.len() as u32,
                 page: page.as_ref().map(|p| p.layout),
                 probe: call.probe,
+                keep_module: call.keep_module,
                 run: call.run,
             },
         )

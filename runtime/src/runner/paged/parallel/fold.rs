@@ -98,6 +98,7 @@ impl Fold<'_, '_> {
             // A fold is deterministic: a worker lost mid-call may run it again elsewhere.
             idempotent: true,
             probe: false,
+            keep_module: false,
             // Part of the run like its maps: a worker keeps its engine (V8's isolate, with the
             // code it compiled) from a map to a fold to the next map instead of starting cold.
             run: Some(page_loop.run),
