@@ -47,6 +47,7 @@ mod locate;
 mod model;
 mod numbers;
 mod packet;
+mod paged;
 mod pages;
 mod parse;
 mod runner_map;
@@ -80,8 +81,8 @@ pub use limits::{
 pub use locate::{Step, locate, path as key_path};
 pub use model::{
     ArtifactsDecl, CliToolRunner, DEFAULT_RUN_NAME, Diagnostic, EnvDecl, Framing, InputMode,
-    JsRunner, OtherRunner, PROFILE_FILE, PagesDecl, ParallelDecl, PathScope, Profile, ProfileError,
-    RESERVED_PAGE_INPUT, RetryDecl, RetryOn, Runner, RunnerKind, RunnerType,
+    JsRunner, ModuleLifetime, OtherRunner, PROFILE_FILE, PagesDecl, ParallelDecl, PathScope,
+    Profile, ProfileError, RESERVED_PAGE_INPUT, RetryDecl, RetryOn, Runner, RunnerKind, RunnerType,
 };
 pub use numbers::{MAX_SAFE_INTEGER, long_integer_in, long_integer_in_map, unsafe_integer};
 pub use packet::{PACKET_ID_KEY, PacketRef};

@@ -146,16 +146,19 @@ pub const STATE_BYTES: LimitDef = LimitDef::fixed(
     2 * MIB as u64,
     "the encoded continuation state a page hands to the next",
 );
-/// Workers a map/fold paged runner maps pages on at once.
+/// Partitions of a map/fold paged runner: page `i` is mapped in partition `i mod workers`, each
+/// partition on a worker of its own, in page order.
 pub const PAGE_WORKERS: LimitDef = LimitDef {
     name: "page_workers",
     unit: Unit::Count,
-    // As many as a pool may have (`runx_worker::MAX_WORKERS`): the pool's size caps it anyway.
-    default: 16,
+    // A constant, never the machine's cores: with `pages.module: partition` the output may
+    // depend on the partition count, so the same package must get the same count everywhere.
+    default: 4,
     min: 1,
+    // As many as a pool may have (`runx_worker::MAX_WORKERS`).
     max: 16,
     field: Some("pages.workers"),
-    bounds: "the pages a map/fold runner maps at once (capped by the worker pool)",
+    bounds: "the partitions a map/fold runner maps its pages in, one worker each",
 };
 /// Pages one paged run may deliver.
 pub const PAGE_COUNT: LimitDef = LimitDef::fixed(

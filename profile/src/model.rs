@@ -19,6 +19,7 @@ use std::time::Duration;
 use serde_json::{Map, Value};
 
 use crate::decl::{InputDecl, OutputDecl};
+pub use crate::paged::{Framing, ModuleLifetime, PagesDecl, ParallelDecl};
 
 /// File name of the execution profile inside a skill package.
 pub const PROFILE_FILE: &str = "X.yaml";
@@ -368,48 +369,6 @@ pub struct JsRunner {
     /// [`runx_rules::ENGINES`]; `None` leaves it to the runtime (QuickJS unless the
     /// caller picks another). The caller's choice (`--engine`) overrides it.
     pub engine: Option<String>,
-}
-
-/// A paged `json_array` artifact source.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PagesDecl {
-    /// Name of the input holding the artifact path.
-    pub path_from: String,
-    /// Name of the input holding the path scope (`workspace` when absent, or `skill`).
-    pub path_scope_from: String,
-    /// The media type recorded for the artifact (`application/json` by default).
-    pub media_type: String,
-    /// How records are split.
-    pub framing: Framing,
-    /// Source bytes one page may span ([`crate::limits::PAGE_BYTES`]).
-    pub page_bytes: usize,
-    /// A map/fold runner (a runx extension): pages mapped in parallel, folded in page order.
-    pub parallel: Option<ParallelDecl>,
-}
-
-/// The map/fold declaration of a paged runner (`pages.map`, `pages.fold`, `pages.workers`), a
-/// runx extension: each page is mapped on its own by `map`, on up to `workers` workers at
-/// once, and the map results are folded strictly in page order by `fold`, so the output does
-/// not depend on how many workers mapped or in what order they finished.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ParallelDecl {
-    /// The export called once per page with `runx_page` (no `state`); it returns the page's
-    /// result.
-    pub map: String,
-    /// The export called once per page, in page order, with `runx_page.state` (the previous
-    /// fold's state) and `runx_page.result` (the page's map result); it returns what a
-    /// sequential page function returns.
-    pub fold: String,
-    /// The most pages mapped at once ([`crate::limits::PAGE_WORKERS`]); the runtime also caps
-    /// it by its pool.
-    pub workers: usize,
-}
-
-/// How a paged artifact is split into records.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Framing {
-    /// One JSON array (optionally behind a `name = ` assignment), split at top-level commas.
-    JsonArray,
 }
 
 /// The directory a page path is resolved against, chosen at run time by the

@@ -3,7 +3,7 @@
 
 use crate::decl::{InputDecl, ValueType};
 use crate::limits::{PAGE_BYTES, PAGE_WORKERS};
-use crate::model::{Framing, PagesDecl, ParallelDecl, RESERVED_PAGE_INPUT};
+use crate::model::{Framing, ModuleLifetime, PagesDecl, ParallelDecl, RESERVED_PAGE_INPUT};
 use crate::runner_map::RawPages;
 use std::collections::BTreeMap;
 
@@ -51,7 +51,7 @@ fn build_parallel(
     let workers = workers.unwrap_or(PAGE_WORKERS.default);
     if !(PAGE_WORKERS.min..=PAGE_WORKERS.max).contains(&workers) {
         return Err(format!(
-            "`pages.workers` is {workers}; allowed {} to {} (default {}: as many as the worker pool has)",
+            "`pages.workers` is {workers}; allowed {} to {} (default {}): the partitions its pages are mapped in",
             PAGE_WORKERS.min, PAGE_WORKERS.max, PAGE_WORKERS.default
         ));
     }
@@ -129,6 +129,15 @@ pub(crate) fn build_pages(
     // At most 4 MiB, so it fits a usize everywhere.
     let page_bytes = usize::try_from(page_bytes).unwrap_or(usize::MAX);
     let parallel = build_parallel(raw.map, raw.fold, raw.workers)?;
+    let module = match raw.module.as_deref() {
+        None | Some("page") => ModuleLifetime::Page,
+        Some("partition") => ModuleLifetime::Partition,
+        Some(other) => {
+            return Err(format!(
+                "`pages.module` is `{other}`; it is `page` (a fresh module instance for every page, the default) or `partition` (one instance for every page of a partition)"
+            ));
+        }
+    };
     Ok(PagesDecl {
         path_from: raw.path_from,
         path_scope_from: raw.path_scope_from,
@@ -136,5 +145,6 @@ pub(crate) fn build_pages(
         framing,
         page_bytes,
         parallel,
+        module,
     })
 }

@@ -394,6 +394,8 @@ pub(crate) struct RawPages {
     pub map: Option<String>,
     pub fold: Option<String>,
     pub workers: Option<u64>,
+    /// runx extension: how long a module instance lives, `page` (default) or `partition`.
+    pub module: Option<String>,
 }
 
 /// `retry:` in either form: `{attempts, on, backoff_seconds}` (additional runs) or runx

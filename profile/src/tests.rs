@@ -123,6 +123,7 @@ fn full_profile_parses() {
             framing: Framing::JsonArray,
             page_bytes: 524288,
             parallel: None,
+            module: ModuleLifetime::Page,
         })
     );
 

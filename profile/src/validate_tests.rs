@@ -197,7 +197,7 @@ fn map_fold_pages_are_validated() {
             .as_ref()
             .and_then(|p| p.parallel.as_ref())
             .map(|p| p.workers),
-        Some(16)
+        Some(4)
     );
 }
 

@@ -191,10 +191,18 @@ pub struct ArtifactProvenance {
     /// For a failed page: its byte offset.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub failed_offset: Option<u64>,
-    /// For a map/fold runner: the workers its pages were mapped on at once (the declared
-    /// `pages.workers`, capped by the pool). The output does not depend on it.
+    /// For a map/fold runner: its declared `pages.workers`, the partitions its pages were
+    /// mapped in (the same as `partitions`, kept for readers of earlier receipts).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub workers: Option<u32>,
+    /// The partitions of the run: page `i` ran in partition `i mod partitions`, each on one
+    /// worker in page order (1 for a sequential runner).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub partitions: Option<u32>,
+    /// How long the module instance lived: `page` (a fresh one per page) or `partition` (one
+    /// per partition, its state carried from page to page of the partition).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub module_lifetime: Option<String>,
     /// Where the time went.
     #[serde(default)]
     pub timings: PageTimings,

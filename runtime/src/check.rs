@@ -92,6 +92,29 @@ pub struct CheckedRunner {
     pub r#type: String,
     /// Whether this runtime runs it (and so checked it).
     pub runs_here: bool,
+    /// For a paged runner: how its pages are partitioned and how long its module lives.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pages: Option<PagedShape>,
+}
+
+/// How a paged runner's pages run: page `i` in partition `i mod partitions`, each partition on
+/// one worker in page order, and the module instance's lifetime (`page` or `partition`).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct PagedShape {
+    /// The partitions of every run.
+    pub partitions: usize,
+    /// `page` or `partition`.
+    pub module: &'static str,
+}
+
+impl PagedShape {
+    /// The shape of a runner paged by `pages`.
+    pub fn of(pages: &runx_profile::PagesDecl) -> PagedShape {
+        PagedShape {
+            partitions: pages.partitions(),
+            module: pages.module.name(),
+        }
+    }
 }
 
 /// The check of one package.
@@ -153,6 +176,10 @@ pub(crate) fn check_loaded(
             name: name.clone(),
             r#type: runner.kind.runner_type().to_string(),
             runs_here: true,
+            pages: match &runner.kind {
+                runx_profile::RunnerKind::Javascript(js) => js.pages.as_ref().map(PagedShape::of),
+                _ => None,
+            },
         });
     }
     for (name, other) in &profile.other_runners {
@@ -160,6 +187,7 @@ pub(crate) fn check_loaded(
             name: name.clone(),
             r#type: other.ty.clone(),
             runs_here: false,
+            pages: None,
         });
     }
     checked.runners.sort_by(|a, b| a.name.cmp(&b.name));

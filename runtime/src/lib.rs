@@ -81,7 +81,7 @@ mod runtime;
 mod subprocess;
 
 pub use artifact::AdmissionError;
-pub use check::{Checked, CheckedRunner, Problem, Severity};
+pub use check::{Checked, CheckedRunner, PagedShape, Problem, Severity};
 pub use environment::{EnvSource, FIXED_BASELINE};
 pub use failure::{FailureKind, RunError};
 pub use framing::{Framer, FramingError, Page, PageBudget};

@@ -209,7 +209,8 @@ fn describe_runner(p: &Profile, r: &Runner) -> Value {
             js.export.clone(),
             js.pages.as_ref().map(|pg| {
                 let mut pages = json!({"path_from": pg.path_from, "path_scope_from": pg.path_scope_from,
-                       "media_type": pg.media_type, "framing": "json_array", "page_bytes": pg.page_bytes});
+                       "media_type": pg.media_type, "framing": "json_array", "page_bytes": pg.page_bytes,
+                       "partitions": pg.partitions(), "module": pg.module.name()});
                 if let (Some(par), Some(obj)) = (&pg.parallel, pages.as_object_mut()) {
                     obj.insert("map".into(), json!(par.map));
                     obj.insert("fold".into(), json!(par.fold));

@@ -82,7 +82,16 @@ pub fn print_checked(c: &Checked) {
         .runners
         .iter()
         .filter(|r| r.runs_here)
-        .map(|r| format!("{} ({})", r.name, r.r#type))
+        .map(|r| match &r.pages {
+            Some(pages) => format!(
+                "{} ({}, paged in {}, module per {})",
+                r.name,
+                r.r#type,
+                count(pages.partitions, "partition"),
+                pages.module
+            ),
+            None => format!("{} ({})", r.name, r.r#type),
+        })
         .collect();
     // A package of many runners is counted, not listed (`--json` lists them).
     if checked.len() > MAX_LISTED {

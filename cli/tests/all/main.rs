@@ -13,6 +13,7 @@ mod map_fold;
 mod mcp;
 mod messages;
 mod pages;
+mod partitions;
 mod receipt_writes;
 mod receipts;
 mod runx_flags;

@@ -21,6 +21,7 @@
 mod page;
 mod page_loop;
 mod parallel;
+mod partition;
 mod producer;
 mod queue;
 mod result;
@@ -33,20 +34,18 @@ use crate::framing::PageBudget;
 use crate::runner::module::Module;
 use crate::runner::step::{Produced, Provenance, Ran, RunContext, Step};
 pub(crate) use page::At;
-use page::{Framed, Settled, Unanswered, Walk, ms};
+use page::{Walk, ms};
 pub(crate) use page_loop::too_many_pages;
 use page_loop::{PageLoop, page_budget};
 use producer::LOOKAHEAD_BYTES;
-use queue::{ConsumerGuard, PageQueue};
+use queue::PageQueue;
 use runx_profile::{JsRunner, PageSource, PagesDecl, PathScope};
 use runx_receipts::{ArtifactProvenance, digest};
 use runx_worker::CancelToken;
 use send_ahead::SendAhead;
 use serde_json::Value;
 use snapshot_framer::SnapshotFramer;
-use std::collections::VecDeque;
 use std::path::PathBuf;
-use std::sync::mpsc::Sender;
 use std::time::Instant;
 
 /// Runs a paged runner: its module, admission, then the page loop.
@@ -123,18 +122,19 @@ fn admit_and_loop(
         },
         log: &mut provenance.log,
         state: Value::Null,
-        waiting: VecDeque::new(),
     };
     let pool = ctx.workers.pool(&module.engine)?;
-    // A map/fold runner calls its map with each page, and maps on as many workers as it
-    // declares and the pool has.
-    let (export, workers) = match &pages.parallel {
+    // A map/fold runner calls its map with each page, in as many partitions as it declares,
+    // whatever the pool's size.
+    let partitions = pages.partitions();
+    walk.record.partitions = Some(u32::try_from(partitions).unwrap_or(u32::MAX));
+    walk.record.module_lifetime = Some(pages.module.name().to_string());
+    let export = match &pages.parallel {
         Some(parallel) => {
-            let workers = parallel.workers.min(pool.config().size).max(1);
-            walk.record.workers = Some(u32::try_from(workers).unwrap_or(u32::MAX));
-            (Some(parallel.map.clone()), workers)
+            walk.record.workers = walk.record.partitions;
+            Some(parallel.map.clone())
         }
-        None => (js.export.clone(), 1),
+        None => js.export.clone(),
     };
     let page_loop = PageLoop {
         pool,
@@ -146,10 +146,9 @@ fn admit_and_loop(
         base: start.base,
         environment: step.environment,
         progress: step.progress,
-        run: runx_worker::PagePayload::new_run(),
     };
     let result = fits(&artifact, ctx.cancel).and_then(|()| match &pages.parallel {
-        Some(parallel) => parallel::walk_pages(&page_loop, parallel, workers, &mut walk),
+        Some(parallel) => parallel::walk_pages(&page_loop, parallel, partitions, &mut walk),
         None => walk_pages(&page_loop, &mut walk),
     });
     let mut record = walk.record;
@@ -202,38 +201,8 @@ fn walk_pages(page_loop: &PageLoop<'_>, walk: &mut Walk<'_>) -> Result<Value, Ru
         let (give_back, spare_blobs) = std::sync::mpsc::channel::<Vec<u8>>();
         let queue = &queue;
         s.spawn(move || producer::frame_pages(page_loop, framer, queue, &spare_blobs));
-        call_pages(page_loop, &queue.consumer(), &give_back, walk)
+        // The consumer first: however the loop ends, its leaving lets the framing thread go.
+        let framed = queue.consumer();
+        SendAhead::take(page_loop, give_back)?.run(&framed, walk)
     })
-}
-
-/// The loop over framed pages, on the calling thread: pages go ahead on one leased worker
-/// while that works (`send_ahead`), then one call at a time through the pool.
-fn call_pages(
-    page_loop: &PageLoop<'_>,
-    framed: &ConsumerGuard<'_, Framed>,
-    give_back: &Sender<Vec<u8>>,
-    walk: &mut Walk<'_>,
-) -> Result<Value, RunError> {
-    if let Some(ahead) = SendAhead::lease(page_loop)
-        && let Some(output) = ahead.run(framed, walk)?
-    {
-        return Ok(output);
-    }
-    loop {
-        // A page lost once with a worker that ran it ahead has spent its one retry.
-        let (prepared, retry_if_lost) = match walk.waiting.pop_front() {
-            Some(Unanswered { page, lost_once }) => (
-                page.map_err(|u| u.into_error(&mut walk.record))?,
-                !lost_once,
-            ),
-            None => (page_loop.next_prepared(framed, &mut walk.record)?, true),
-        };
-        let at = page::At::of(&prepared.page);
-        let (eof, covered) = (prepared.page.eof, prepared.page.next_offset);
-        let reply = page_loop.call_page(prepared, retry_if_lost, give_back, walk)?;
-        match page_loop.settle_page(&reply, at, eof, covered, &mut walk.record)? {
-            Settled::Finished(output) => return Ok(output),
-            Settled::Next(next) => walk.state = next,
-        }
-    }
 }

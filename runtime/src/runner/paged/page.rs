@@ -5,7 +5,6 @@ use crate::framing::{FramingError, Page};
 use runx_receipts::ArtifactProvenance;
 use runx_worker::{ConsoleLog, PageRecords};
 use serde_json::Value;
-use std::collections::VecDeque;
 use std::time::Duration;
 
 /// Milliseconds, as the receipt's timings count them.
@@ -55,14 +54,6 @@ impl Unframed {
     }
 }
 
-/// A page taken from the framer that the one-call-at-a-time loop must run (or the reason
-/// there is none), in order.
-pub(super) struct Unanswered {
-    pub page: Result<Prepared, Unframed>,
-    /// The page was running when its worker was lost.
-    pub lost_once: bool,
-}
-
 /// How a page's reply leaves the run.
 pub(super) enum Settled {
     /// The run ends with this output (what the module returned beside `runx_page`).
@@ -105,13 +96,11 @@ impl At {
 }
 
 /// What a paged run gathers as its pages go, carried from call to call as one value: the
-/// record its receipt keeps, its console log, the state for the next page, and the pages the
-/// one-call-at-a-time loop still owes.
+/// record its receipt keeps, its console log, and the state for the next page.
 pub(super) struct Walk<'r> {
     pub record: ArtifactProvenance,
     pub log: &'r mut ConsoleLog,
     pub state: Value,
-    pub waiting: VecDeque<Unanswered>,
 }
 
 /// An offset within one page (pages span at most 4 MiB of records, so it fits).

@@ -1,7 +1,7 @@
 //! What the page loop holds for the whole run, and the steps every page takes through it:
 //! laid out for transport and hashed, called, and its reply settled.
 
-use super::page::{At, Framed, Prepared, STATE_KEY, Settled, Unframed, Walk, ms, span};
+use super::page::{At, Framed, Prepared, STATE_KEY, Settled, Unframed, ms, span};
 use super::queue::ConsumerGuard;
 use super::result::page_result;
 use crate::artifact::Artifact;
@@ -9,14 +9,12 @@ use crate::failure::{FailureKind, RunError};
 use crate::framing::{Page, PageBudget};
 use crate::progress::{PageProgress, ProgressSink};
 use crate::runner::module::Module;
-use runx_profile::{PAGE_COUNT, PagesDecl, STATE_BYTES};
+use runx_profile::{ModuleLifetime, PAGE_COUNT, PagesDecl, STATE_BYTES};
 use runx_receipts::{ArtifactProvenance, sha256_hex};
-use runx_worker::{
-    ByteRange, Call, CancelToken, ConsoleLog, Limits, PagePayload, PageRecords, Pool, Reply,
-};
+use runx_worker::{ByteRange, Call, CancelToken, ConsoleLog, Limits, PageRecords, Pool, Reply};
 use serde_json::Value;
 use std::collections::BTreeMap;
-use std::sync::mpsc::{Receiver, Sender};
+use std::sync::mpsc::Receiver;
 use std::time::Instant;
 
 /// Room kept in each call's input for the page metadata (everything but state and records).
@@ -61,8 +59,6 @@ pub(super) struct PageLoop<'a> {
     pub base: Vec<u8>,
     pub environment: BTreeMap<String, String>,
     pub progress: Option<&'a ProgressSink>,
-    /// This run's id ([`PagePayload::new_run`]), sent with every page.
-    pub run: u64,
 }
 
 impl PageLoop<'_> {
@@ -149,80 +145,27 @@ impl PageLoop<'_> {
         Ok(Settled::Next(state))
     }
 
-    /// Calls the export with one page and the prior state; a page whose worker is lost runs
-    /// once more elsewhere if `retry_if_lost`.
-    pub(super) fn call_page(
-        &self,
-        prepared: Prepared,
-        retry_if_lost: bool,
-        give_back: &Sender<Vec<u8>>,
-        walk: &mut Walk<'_>,
-    ) -> Result<Reply, RunError> {
-        let at = At::of(&prepared.page);
-        if u64::from(at.index) >= PAGE_COUNT.max {
-            return Err(at.fail(&mut walk.record, too_many_pages()));
-        }
-        let state_json = serde_json::to_string(&walk.state)
-            .map_err(|e| RunError::internal("encode", e.to_string()))?;
-        let mut meta = prepared.meta_prefix;
-        meta.push_str(&state_json);
-        meta.push('}');
-        let bound = self.module.limits.log_bytes;
-        let mut call = self.page_call(
-            PagePayload {
-                meta: meta.into_bytes(),
-                records: prepared.records,
-                keep_state: false,
-                state_from: None,
-                run: Some(self.run),
-            },
-            walk.log,
-            retry_if_lost,
-        );
-        let started = Instant::now();
-        let reply = self.pool.call_cancellable(&call, self.cancel);
-        let took = started.elapsed();
-        if let Some(PagePayload {
-            records: PageRecords::Inline { blob, .. },
-            ..
-        }) = call.page.take()
-        {
-            let _ = give_back.send(blob);
-        }
-        walk.record.page_count = at.index + 1;
-        match reply {
-            Ok(mut r) => {
-                walk.record.timings.call_ms += ms(took);
-                walk.record.timings.engine_ms += ms(r.engine_time);
-                walk.log.absorb(std::mem::take(&mut r.log), bound);
-                Ok(r)
-            }
-            Err(e) => {
-                walk.log.absorb(e.log, bound);
-                Err(at.fail(&mut walk.record, e.failure.into()))
-            }
-        }
-    }
-
-    /// A call of the export with `page`. One console bound serves the whole run: a page may
-    /// log only what the pages before it (as far as `log` holds them) left, and nothing once
-    /// the log is full (its bytes are still counted).
-    pub(super) fn page_call(&self, page: PagePayload, log: &ConsoleLog, idempotent: bool) -> Call {
+    /// A call of `export` with `input` under the module's limits, in no partition yet. One
+    /// console bound serves the whole run: a call may log only what the calls before it (as
+    /// far as `log` holds them) left, and nothing once the log is full (its bytes are still
+    /// counted).
+    pub(super) fn call(&self, export: Option<String>, input: Vec<u8>, log: &ConsoleLog) -> Call {
         Call {
             bundle: self.module.bundle.clone(),
             bundle_digest: self.module.digest.clone(),
-            export: self.export.clone(),
-            input: self.base.clone(),
-            page: Some(page),
+            export,
+            input,
+            page: None,
             environment: self.environment.clone(),
             limits: Limits {
                 log_bytes: log.remaining(self.module.limits.log_bytes),
                 ..self.module.limits
             },
-            idempotent,
+            // A partition's calls run on its own worker: none runs again elsewhere.
+            idempotent: false,
             probe: false,
-            keep_module: false,
             run: None,
+            keep_module: self.pages.module == ModuleLifetime::Partition,
         }
     }
 

@@ -61,13 +61,36 @@ pub enum LeaseError {
 }
 
 impl Pool {
-    /// Holds one worker for a run of calls of `bundle`, under `cancel`.
+    /// Holds one worker for a run of calls of `bundle`, under `cancel`, waiting for one when
+    /// all the pool's workers are busy.
     pub fn lease<'p>(
         &'p self,
         bundle: &str,
         cancel: &'p CancelToken,
     ) -> Result<Lease<'p>, Failure> {
-        let worker = self.acquire(bundle, cancel)?;
+        self.lease_from(bundle, cancel, false)
+    }
+
+    /// Holds one worker for a run of calls of `bundle`, under `cancel`, never waiting for a
+    /// busy one: an idle worker, or a new one started even beyond the pool's size (retired
+    /// when the lease ends if the pool is then over its size). A run that holds several
+    /// leases at once (the partitions of a paged run) takes them so: waiting for a worker
+    /// one of its own leases holds would never end.
+    pub fn lease_own<'p>(
+        &'p self,
+        bundle: &str,
+        cancel: &'p CancelToken,
+    ) -> Result<Lease<'p>, Failure> {
+        self.lease_from(bundle, cancel, true)
+    }
+
+    fn lease_from<'p>(
+        &'p self,
+        bundle: &str,
+        cancel: &'p CancelToken,
+        beyond: bool,
+    ) -> Result<Lease<'p>, Failure> {
+        let worker = self.acquire(bundle, cancel, beyond)?;
         let Some(watch) = cancel.watch(worker.pid) else {
             self.release(worker);
             return Err(cancelled());
@@ -110,6 +133,17 @@ impl Lease<'_> {
             }
             Err(e) => Err(self.settle(e, call)),
         }
+    }
+
+    /// Sends `call` when no reply is owed and waits for its reply: one call at a time on the
+    /// leased worker.
+    pub fn call(&mut self, call: &Call) -> Result<Reply, LeaseError> {
+        if !self.owed.is_empty() {
+            let why = "a call was made while replies were owed".to_string();
+            return Err(self.spoil(why, Charge::Nobody));
+        }
+        let id = self.send(call)?;
+        self.receive(id, call, None)
     }
 
     /// Waits for the reply to `id` (the oldest owed) until the call's wall plus the pool's

@@ -185,7 +185,7 @@ impl Pool {
         let mut crashed_once = false;
         let mut unsent = 0;
         loop {
-            let mut worker = self.acquire(bundle, cancel)?;
+            let mut worker = self.acquire(bundle, cancel, false)?;
             let outcome = match cancel.watch(worker.pid) {
                 Some(_watch) => worker.invoke(call, self.inner.config.grace),
                 None => {
@@ -339,9 +339,15 @@ impl Pool {
             .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
-    /// A worker for a call of `bundle`: an idle one, or a new one when the pool has room and
-    /// neither the pool's nor the bundle's budget is spent.
-    fn acquire(&self, bundle: &str, cancel: &CancelToken) -> Result<WorkerProcess, Failure> {
+    /// A worker for a call of `bundle`: an idle one, or a new one when the pool has room (or
+    /// `beyond` its size, for a lease that must not wait: [`Pool::lease_own`]) and neither
+    /// the pool's nor the bundle's budget is spent.
+    fn acquire(
+        &self,
+        bundle: &str,
+        cancel: &CancelToken,
+        beyond: bool,
+    ) -> Result<WorkerProcess, Failure> {
         let cfg = &self.inner.config;
         let mut st = self.lock();
         loop {
@@ -397,8 +403,8 @@ impl Pool {
                 st = self.wait(st);
                 continue;
             }
-            if st.live < cfg.size {
-                let backoff = match self.replacement_backoff(&st, bundle) {
+            if st.live < cfg.size || beyond {
+                let backoff = match self.replacement_backoff(&st, bundle, beyond) {
                     Budget::Start(backoff) => backoff,
                     Budget::Wait => {
                         st = self.wait(st);
@@ -417,11 +423,12 @@ impl Pool {
 
     /// Whether a worker may be started now for a call of `bundle`: at once when nothing was
     /// lost in the window, after a backoff that doubles with each loss charged to the pool or
-    /// to the bundle, and not at all once the pool's losses exceed the budget.
-    fn replacement_backoff(&self, st: &State, bundle: &str) -> Budget {
+    /// to the bundle, and not at all once the pool's losses exceed the budget (then a caller
+    /// `beyond` the size is refused: the workers it would wait for may be its run's own).
+    fn replacement_backoff(&self, st: &State, bundle: &str, beyond: bool) -> Budget {
         let cfg = &self.inner.config;
         if st.losses.len() > cfg.restart_budget {
-            if st.live > 0 {
+            if st.live > 0 && !beyond {
                 return Budget::Wait;
             }
             return Budget::Spent(Failure::new(
@@ -504,6 +511,12 @@ impl Pool {
         if st.closed {
             drop(st);
             self.discard(worker, "the pool was shut down", Loss::Retired);
+            return;
+        }
+        if st.live > self.inner.config.size {
+            // Started beyond the pool's size for a lease of its own: it goes with the lease.
+            drop(st);
+            self.discard(worker, "started beyond the pool's size", Loss::Retired);
             return;
         }
         st.idle.push(worker);

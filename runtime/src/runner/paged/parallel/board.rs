@@ -1,10 +1,12 @@
 //! What the map threads and the fold share: the framed pages handed out in order, the map
 //! results waiting for their turn, and when everyone stops.
 //!
-//! Pages are handed out in page order, one position (`seq`) each, and may finish in any order;
-//! the fold takes position 0, 1, 2, … and nothing else, so what it sees does not depend on
-//! which worker finished first. The map threads stay within a window of positions past the
-//! fold, so a slow page holds back at most that many results in memory.
+//! Position `seq` (the page index) belongs to partition `seq mod N`, whose map thread asks for
+//! exactly its positions in increasing order; pages framed for another partition wait on the
+//! board for theirs. Maps may finish in any order; the fold takes position 0, 1, 2, … and
+//! nothing else, so what it sees does not depend on which worker finished first. The map
+//! threads stay within a window of positions past the fold, so a slow page holds back at most
+//! that many results in memory.
 
 use super::super::page::{At, Framed, Unframed};
 use super::super::queue::ConsumerGuard;
@@ -54,7 +56,7 @@ pub(super) enum Slot {
 
 impl Slot {
     /// Whether nothing after this position is needed: the run ends at it either way.
-    fn ends(&self) -> bool {
+    pub(super) fn ends(&self) -> bool {
         match self {
             Slot::Page(m) => m.eof || matches!(m.outcome, MapOutcome::Failed { .. }),
             Slot::Unframed(..) => true,
@@ -65,8 +67,6 @@ impl Slot {
 struct Shared {
     /// Positions mapped, waiting for the fold.
     slots: BTreeMap<u32, Slot>,
-    /// Positions map threads have claimed.
-    claimed: u32,
     /// The next position the fold takes.
     folded: u32,
     /// The first position the run ends at, once known: nothing after it is mapped.
@@ -80,7 +80,10 @@ struct Shared {
 /// The framed pages, taken in order.
 struct Source<'q> {
     framed: Option<ConsumerGuard<'q, Framed>>,
+    /// The position of the next page the queue gives.
     next: u32,
+    /// Pages taken from the queue for partitions that have not asked for them yet.
+    routed: BTreeMap<u32, Framed>,
 }
 
 /// The board of one map/fold run.
@@ -99,7 +102,6 @@ impl<'q> Board<'q> {
         Board {
             shared: Mutex::new(Shared {
                 slots: BTreeMap::new(),
-                claimed: 0,
                 folded: 0,
                 last: None,
                 mappers,
@@ -109,6 +111,7 @@ impl<'q> Board<'q> {
             source: Mutex::new(Source {
                 framed: Some(framed),
                 next: 0,
+                routed: BTreeMap::new(),
             }),
             window: window.max(1),
         }
@@ -119,43 +122,53 @@ impl<'q> Board<'q> {
         self.shared.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// The next framed page and its position, once the window has room; `None` when the run
-    /// needs no more pages (the fold is over, or the pages end before the next position).
-    pub(super) fn next_page(&self) -> Option<(u32, Framed)> {
+    /// The framed page at position `seq`, once the window has room for it; `None` when the
+    /// run needs no page there (the fold is over, or the pages end before it). Each position
+    /// is asked for once, by its partition's map thread.
+    pub(super) fn next_page(&self, seq: u32) -> Option<Framed> {
         {
             let mut st = self.lock();
             loop {
-                if st.stopped || st.last.is_some_and(|last| st.claimed > last) {
+                if st.stopped || st.last.is_some_and(|last| seq > last) {
                     return None;
                 }
-                if st.claimed < st.folded.saturating_add(self.window) {
-                    st.claimed += 1;
+                if seq < st.folded.saturating_add(self.window) {
                     break;
                 }
                 st = self.changed.wait(st).unwrap_or_else(|e| e.into_inner());
             }
         }
         let mut source = self.source.lock().unwrap_or_else(|e| e.into_inner());
-        let framed = source.framed.as_ref()?;
-        let item = match framed.pop() {
-            Some(item) => item,
-            None => {
-                // The framing thread always ends with a last page or the reason there is none.
-                let lost = RunError::internal(
-                    "framing_thread",
-                    "the framing thread stopped without a final page",
-                );
-                (Err(Unframed::Run(lost)), Duration::ZERO)
-            }
-        };
-        let seq = source.next;
-        source.next += 1;
-        if !matches!(&item.0, Ok(Some(p)) if !p.page.eof) {
-            // Nothing is framed after it: the pages end here.
-            source.framed = None;
-            self.end_at(seq);
+        if let Some(item) = source.routed.remove(&seq) {
+            return Some(item);
         }
-        Some((seq, item))
+        while source.next <= seq {
+            let framed = source.framed.as_ref()?;
+            let item = match framed.pop() {
+                Some(item) => item,
+                None => {
+                    // The framing thread always ends with a last page or the reason there is
+                    // none.
+                    let lost = RunError::internal(
+                        "framing_thread",
+                        "the framing thread stopped without a final page",
+                    );
+                    (Err(Unframed::Run(lost)), Duration::ZERO)
+                }
+            };
+            let at = source.next;
+            source.next += 1;
+            if !matches!(&item.0, Ok(Some(p)) if !p.page.eof) {
+                // Nothing is framed after it: the pages end here.
+                source.framed = None;
+                self.end_at(at);
+            }
+            if at == seq {
+                return Some(item);
+            }
+            source.routed.insert(at, item);
+        }
+        None
     }
 
     /// Whether the page at `seq` still matters: no earlier position ends the run.

@@ -1,12 +1,14 @@
-//! The fold: page results taken strictly in page order and merged on one worker at a time by
-//! the fold export, which sees `runx_page` with the previous fold's `state` and the page's map
-//! `result` (no `records`) and answers as a sequential page function does.
+//! The fold: page results taken strictly in page order and merged by the fold export on a
+//! worker of its own, held for the run (a partition of its own, after the map partitions), which
+//! sees `runx_page` with the previous fold's `state` and the page's map `result` (no
+//! `records`) and answers as a sequential page function does.
 
-use super::super::page::{Settled, Walk, ms};
+use super::super::page::{At, Settled, Walk, ms};
 use super::super::page_loop::PageLoop;
+use super::super::partition::{Partition, Take};
 use super::board::{Board, MapOutcome, Slot};
 use crate::failure::RunError;
-use runx_worker::{Call, Limits, Reply};
+use runx_worker::Reply;
 use serde_json::Value;
 use std::time::Instant;
 
@@ -17,12 +19,20 @@ pub(super) struct Fold<'l, 'a> {
     pub map: &'l str,
     /// The fold export.
     pub fold: &'l str,
+    /// The fold's partition index (the number of map partitions).
+    pub index: usize,
+    /// The fold's worker, taken with the first fold.
+    pub partition: Option<Partition<'a>>,
 }
 
 impl Fold<'_, '_> {
     /// Folds the pages from position 0 on until one ends the run: its output, or the failure
     /// of the first page in page order that failed.
-    pub(super) fn run(&self, board: &Board<'_>, walk: &mut Walk<'_>) -> Result<Value, RunError> {
+    pub(super) fn run(
+        &mut self,
+        board: &Board<'_>,
+        walk: &mut Walk<'_>,
+    ) -> Result<Value, RunError> {
         let bound = self.page_loop.module.limits.log_bytes;
         let mut seq = 0u32;
         loop {
@@ -56,7 +66,7 @@ impl Fold<'_, '_> {
                 }
             };
             let reply = self
-                .call(&mapped.meta_prefix, &result, walk)
+                .call(&mapped.meta_prefix, &result, at, walk)
                 .map_err(|e| at.fail(&mut walk.record, e))?;
             let settled = self.page_loop.settle_page(
                 &reply,
@@ -73,38 +83,33 @@ impl Fold<'_, '_> {
     }
 
     /// Calls the fold export with the page's metadata, the fold state so far and the page's
-    /// map result.
+    /// map result, on the fold's worker.
     fn call(
-        &self,
+        &mut self,
         meta_prefix: &str,
         result: &[u8],
+        at: At,
         walk: &mut Walk<'_>,
     ) -> Result<Reply, RunError> {
         let page_loop = self.page_loop;
         let state = serde_json::to_vec(&walk.state)
             .map_err(|e| RunError::internal("encode", e.to_string()))?;
         let bound = page_loop.module.limits.log_bytes;
-        let call = Call {
-            bundle: page_loop.module.bundle.clone(),
-            bundle_digest: page_loop.module.digest.clone(),
-            export: Some(self.fold.to_string()),
-            input: fold_input(&page_loop.base, meta_prefix, &state, result)?,
-            page: None,
-            environment: page_loop.environment.clone(),
-            limits: Limits {
-                log_bytes: walk.log.remaining(bound),
-                ..page_loop.module.limits
-            },
-            // A fold is deterministic: a worker lost mid-call may run it again elsewhere.
-            idempotent: true,
-            probe: false,
-            keep_module: false,
-            // Part of the run like its maps: a worker keeps its engine (V8's isolate, with the
-            // code it compiled) from a map to a fold to the next map instead of starting cold.
-            run: Some(page_loop.run),
+        let input = fold_input(&page_loop.base, meta_prefix, &state, result)?;
+        let fold = |e: RunError| e.context(format_args!("fold `{}`", self.fold));
+        if self.partition.is_none() {
+            let taken = Partition::take(page_loop, self.index, Take::Own).map_err(fold)?;
+            self.partition = Some(taken);
+        }
+        let Some(partition) = self.partition.as_mut() else {
+            return Err(RunError::internal("partition", "the fold has no worker"));
         };
+        let mut call = page_loop.call(Some(self.fold.to_string()), input, walk.log);
+        // Part of the run like its pages: the fold's calls continue on what the fold's previous
+        // call left on its worker (V8: its isolate; with `pages.module: partition`, the module).
+        call.run = Some(partition.run);
         let started = Instant::now();
-        let reply = page_loop.pool.call_cancellable(&call, page_loop.cancel);
+        let reply = partition.call(&call, at);
         walk.record.timings.call_ms += ms(started.elapsed());
         match reply {
             Ok(mut reply) => {
@@ -112,10 +117,7 @@ impl Fold<'_, '_> {
                 walk.log.absorb(std::mem::take(&mut reply.log), bound);
                 Ok(reply)
             }
-            Err(e) => {
-                walk.log.absorb(e.log, bound);
-                Err(RunError::from(e.failure).context(format_args!("fold `{}`", self.fold)))
-            }
+            Err(e) => Err(fold(e.into_error(walk.log, bound))),
         }
     }
 }

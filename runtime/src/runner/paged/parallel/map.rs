@@ -1,8 +1,10 @@
-//! One map thread: it takes the next framed page, calls the map export with it (the page's
-//! `runx_page` without `state`) on a pooled worker, and posts the result for the fold.
+//! One partition's map thread: it takes the partition's framed pages in page order, calls the
+//! map export with each (the page's `runx_page` without `state`) on the partition's worker,
+//! and posts the result for the fold.
 
 use super::super::page::{At, Prepared, Unframed};
 use super::super::page_loop::{PageLoop, too_many_pages};
+use super::super::partition::{Partition, PartitionError, Take};
 use super::board::{Board, MapOutcome, Mapped, MapperLeaves, Slot};
 use crate::failure::{FailureKind, RunError};
 use runx_profile::{PAGE_COUNT, STATE_BYTES};
@@ -10,20 +12,34 @@ use runx_worker::{ConsoleLog, PagePayload, PageRecords, Reply};
 use std::sync::mpsc::Sender;
 use std::time::Instant;
 
-/// Maps pages until the board needs no more; `give_back` returns record buffers to the
-/// framing thread.
-pub(super) fn map_pages(page_loop: &PageLoop<'_>, board: &Board<'_>, give_back: &Sender<Vec<u8>>) {
+/// Maps the pages of partition `index` of `partitions` until the board needs no more;
+/// `give_back` returns record buffers to the framing thread. The partition's worker is taken
+/// with its first page and held to its last.
+pub(super) fn map_partition(
+    page_loop: &PageLoop<'_>,
+    board: &Board<'_>,
+    (index, partitions): (usize, usize),
+    give_back: &Sender<Vec<u8>>,
+) {
     let _leaves = MapperLeaves(board);
-    while let Some((seq, (framed, took))) = board.next_page() {
+    let mut partition = None;
+    let step = u32::try_from(partitions).unwrap_or(u32::MAX);
+    let mut next = u32::try_from(index).ok();
+    while let Some(seq) = next {
+        let Some((framed, took)) = board.next_page(seq) else {
+            return;
+        };
+        next = seq.checked_add(step);
         let slot = match page_loop.with_digest(framed) {
             Ok(Some(prepared)) => {
                 if !board.wanted(seq) {
                     // An earlier page ends the run: this one would never be folded.
-                    continue;
+                    return;
                 }
                 // A panic here must not leave the fold waiting for a page no one posts.
                 let mapped = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                    map_page(page_loop, prepared, took, give_back)
+                    let taken = partition_for(page_loop, &mut partition, index);
+                    map_page(page_loop, taken, prepared, took, give_back)
                 }));
                 match mapped {
                     Ok(mapped) => Slot::Page(Box::new(mapped)),
@@ -46,15 +62,36 @@ pub(super) fn map_pages(page_loop: &PageLoop<'_>, board: &Board<'_>, give_back: 
             ),
             Err(unframed) => Slot::Unframed(unframed, took),
         };
+        let ends = slot.ends();
         board.post(seq, slot);
+        if ends {
+            // The run ends at this page: the partition's later pages are never folded (and a
+            // failed page may have spoiled its worker).
+            return;
+        }
     }
 }
 
-/// Calls the map export with one page. Each call gets the whole console bound: calls run side
-/// by side, so what the pages before left of it is not known yet; the fold joins the logs in
-/// page order under the run's one bound.
+/// The partition's worker, taken now if this is its first page (or why none could be).
+fn partition_for<'p, 'a>(
+    page_loop: &PageLoop<'a>,
+    partition: &'p mut Option<Partition<'a>>,
+    index: usize,
+) -> Result<&'p mut Partition<'a>, RunError> {
+    if partition.is_none() {
+        *partition = Some(Partition::take(page_loop, index, Take::Own)?);
+    }
+    partition
+        .as_mut()
+        .ok_or_else(|| RunError::internal("partition", "the partition has no worker"))
+}
+
+/// Calls the map export with one page on its partition's worker. Each call gets the whole
+/// console bound: calls run side by side, so what the pages before left of it is not known
+/// yet; the fold joins the logs in page order under the run's one bound.
 fn map_page(
     page_loop: &PageLoop<'_>,
+    partition: Result<&mut Partition<'_>, RunError>,
     prepared: Prepared,
     framing: std::time::Duration,
     give_back: &Sender<Vec<u8>>,
@@ -76,19 +113,28 @@ fn map_page(
             log: ConsoleLog::default(),
         });
     }
-    let mut call = page_loop.page_call(
+    let partition = match partition {
+        Ok(partition) => partition,
+        Err(error) => {
+            return mapped(MapOutcome::Failed {
+                error,
+                log: ConsoleLog::default(),
+            });
+        }
+    };
+    let mut call = partition.page_call(
+        page_loop,
         PagePayload {
             meta: stateless_meta(&meta_prefix),
             records: prepared.records,
             keep_state: false,
             state_from: None,
-            run: Some(page_loop.run),
+            run: None,
         },
         &ConsoleLog::default(),
-        true,
     );
     let started = Instant::now();
-    let reply = page_loop.pool.call_cancellable(&call, page_loop.cancel);
+    let reply = partition.call(&call, at);
     let took = started.elapsed();
     if let Some(PagePayload {
         records: PageRecords::Inline { blob, .. },
@@ -110,10 +156,7 @@ fn map_page(
                 log: std::mem::take(&mut reply.log),
             },
         },
-        Err(e) => MapOutcome::Failed {
-            error: e.failure.into(),
-            log: e.log,
-        },
+        Err(PartitionError(error, log)) => MapOutcome::Failed { error, log },
     };
     mapped(outcome)
 }

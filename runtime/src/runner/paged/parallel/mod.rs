@@ -1,12 +1,15 @@
 //! The map/fold runner (a runx extension): pages framed exactly as the sequential loop frames
-//! them, each mapped on its own by the `map` export on up to N workers at once, and the map
-//! results folded by the `fold` export strictly in page order, one page at a time. What the
-//! run returns, records and reports is a function of the artifact's bytes alone: the fold sees
-//! the same results in the same order whatever N is and whichever map finished first, and the
-//! first page in page order that failed decides a failure.
+//! them, each mapped on its own by the `map` export in its partition (page `i` in partition
+//! `i mod N`, N the declared `pages.workers`, each partition on a worker of its own), and the
+//! map results folded by the `fold` export strictly in page order, on one more worker. What
+//! the run returns, records and reports is a function of the package and the artifact's bytes:
+//! the fold sees the same results in the same order whichever map finished first, every
+//! partition sees the same pages in the same order whatever the pool, and the first page in
+//! page order that failed decides a failure.
 //!
-//! - `board`: the pages handed out in order, the results waiting for their turn, stopping;
-//! - `map`: one map thread;
+//! - `board`: the pages handed to their partitions, the results waiting for their turn,
+//!   stopping;
+//! - `map`: one partition's map thread;
 //! - `fold`: the fold, on the calling thread.
 
 mod board;
@@ -29,32 +32,34 @@ use serde_json::Value;
 const AHEAD_PER_WORKER: u32 = 2;
 
 /// Runs the pages of `page_loop` (whose export is the map) through `parallel`'s map and fold
-/// on `workers` map threads.
+/// in `partitions` partitions, one map thread each.
 pub(super) fn walk_pages(
     page_loop: &PageLoop<'_>,
     parallel: &ParallelDecl,
-    workers: usize,
+    partitions: usize,
     walk: &mut Walk<'_>,
 ) -> Result<Value, RunError> {
     let framer = SnapshotFramer::new(page_loop.artifact, page_loop.cancel);
     let queue = PageQueue::new(LOOKAHEAD_BYTES);
-    let window = u32::try_from(workers)
+    let window = u32::try_from(partitions)
         .unwrap_or(u32::MAX)
         .saturating_mul(AHEAD_PER_WORKER);
-    let board = Board::new(queue.consumer(), workers, window);
-    let fold = Fold {
+    let board = Board::new(queue.consumer(), partitions, window);
+    let mut fold = Fold {
         page_loop,
         map: &parallel.map,
         fold: &parallel.fold,
+        index: partitions,
+        partition: None,
     };
     std::thread::scope(|s| {
         let (give_back, spare_blobs) = std::sync::mpsc::channel::<Vec<u8>>();
         let queue = &queue;
         s.spawn(move || frame_pages(page_loop, framer, queue, &spare_blobs));
         let board = &board;
-        for _ in 0..workers {
+        for index in 0..partitions {
             let give_back = give_back.clone();
-            s.spawn(move || map::map_pages(page_loop, board, &give_back));
+            s.spawn(move || map::map_partition(page_loop, board, (index, partitions), &give_back));
         }
         drop(give_back);
         // Dropped before the scope joins its threads, however the fold ends: the map threads
