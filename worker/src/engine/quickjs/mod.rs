@@ -160,9 +160,7 @@ impl Session {
     fn start(call: &EngineCall<'_>, fresh: Fresh) -> Session {
         let limits = call.limits;
         fresh.budget.start_call(limits.heap_bytes);
-        fresh
-            .rt
-            .set_max_stack_size(crate::engine::stack::usable(limits.stack_bytes));
+        stack_from_here(&fresh, limits.stack_bytes);
         fresh.log_bound.set(limits.log_bytes);
         fresh.deadline.set(Some(Instant::now() + limits.wall()));
         *fresh.shared.bundle.borrow_mut() = Some(call.bundle.clone());
@@ -451,6 +449,27 @@ impl Session {
         }
         Failure::thrown(code, &text)
     }
+}
+
+/// Lets the call's JavaScript use `stack_bytes` of stack (narrowed to what the thread has) below
+/// this frame. QuickJS measures its limit from a stack top it records only when a runtime is
+/// made; the worker makes runtimes at other depths (ahead of a call while it waits, or in the
+/// call), so without this a call reached a depth that depended on where its runtime was made.
+/// Every call sets the top here, at the same frame of `QuickJs::call`, so a recursion reaches
+/// the same depth in every call.
+#[inline(never)]
+fn stack_from_here(fresh: &Fresh, stack_bytes: usize) {
+    fresh.ctx.with(|ctx| {
+        // SAFETY: the pointer is the live runtime of this context, used on this thread only;
+        // `JS_UpdateStackTop` only records the current stack position in it.
+        #[allow(unsafe_code, reason = "records the stack top in the QuickJS runtime")]
+        unsafe {
+            rquickjs::qjs::JS_UpdateStackTop(rquickjs::qjs::JS_GetRuntime(ctx.as_raw().as_ptr()));
+        }
+    });
+    fresh
+        .rt
+        .set_max_stack_size(crate::engine::stack::usable(stack_bytes));
 }
 
 /// Builds `runx_page`: the metadata object plus `records`, an array of JSON texts made
