@@ -1,7 +1,9 @@
 //! The engine seam: what the worker needs from a JavaScript engine, and nothing more.
 //!
 //! An engine loads a [`ModuleBundle`], calls one export with `(inputs, frozen {environment})`
-//! in a fresh context, and returns JSON or a typed [`Failure`] under the given [`Limits`]. The
+//! in a fresh context (or, for the next call of a run that keeps its module, in the context
+//! its module was evaluated in: [`EngineCall::keep_module`]), and returns JSON or a typed
+//! [`Failure`] under the given [`Limits`]. The
 //! QuickJS engine ([`crate::engine::quickjs::QuickJs`]) is the default; a second engine is an addition
 //! behind this trait, and the conformance tests run against each engine that is built.
 

@@ -30,6 +30,7 @@ mod answers;
 mod conformance;
 #[cfg(feature = "v8")]
 mod differential;
+mod kept;
 mod pages;
 mod pool;
 mod protocol;

@@ -3,22 +3,40 @@
 //! A fresh QuickJS runtime per call is what makes "nothing survives between calls" cheap to
 //! prove: globals, prototypes, atoms, compiled modules and the heap accounting all go away with
 //! it. It costs a few tens of microseconds next to the context itself.
+//!
+//! # A module kept for a run
+//!
+//! A call that keeps its module ([`EngineCall::keep_module`]: the pages of a paged run whose
+//! runner declares `pages.module: partition`) leaves its runtime, with the module evaluated in
+//! it, to the next call of its run that keeps the module too ([`EngineCall::continues`]). That
+//! call evaluates nothing: it looks its export up on the kept module's namespace (another
+//! export than the last call's, if it names one) and calls it with its own arguments.
+//!
+//! - **Module state, globals, prototypes**: the run's, as they are one call's otherwise. None
+//!   of it reaches another run: a call that does not continue the run, does not keep the
+//!   module, probes, or names another bundle drops the kept runtime before it starts; a call
+//!   that fails drops it too (the run ends with it), and so does a worker that goes idle.
+//! - **Heap**: the budget goes on counting what the kept runtime holds, so `heap_bytes` bounds
+//!   the module's state and the call together, and a state that grows page after page fails
+//!   at the same page on every run. Each call starts with no refusal and no reserve.
+//! - **Wall, console, stack**: each call's own: its wall from its start, its log and bound, its
+//!   stack top set where every call sets it ([`call::stack_from_here`]).
+//! - **Jobs**: a kept call ends with an empty job queue. Jobs its output's encoding queued (a
+//!   `toJSON` that awaits) run before its answer, in its log and under its limits, so none is
+//!   left for the next call. A call that does not keep its module leaves them, never run, with
+//!   its runtime.
 
-use crate::engine::{ConsoleLog, Engine, EngineCall, EngineOutput, MemoryCap, PageInput};
+use crate::engine::bundle::ModuleBundle;
+use crate::engine::{ConsoleLog, Engine, EngineCall, EngineOutput, MemoryCap};
 use crate::wire::failure::{Failure, FailureCode};
-use caught::{Caught, Sign};
+use call::Session;
 use fresh::{Fresh, Intrinsics};
-use rquickjs::function::This;
-use rquickjs::promise::PromiseState;
-use rquickjs::{
-    Array, Context, Ctx, Function, Module, Object, Persistent, Promise, Runtime, Value,
-    WriteOptions,
-};
-use runx_rules::{Limit, Limits};
+use rquickjs::{Context, Module, Object, Persistent, Runtime, WriteOptions};
 use std::rc::Rc;
-use std::time::Instant;
+use std::sync::Arc;
 
 mod budget;
+mod call;
 mod caught;
 mod fresh;
 mod loader;
@@ -43,6 +61,24 @@ pub struct QuickJs {
     ready: Option<Fresh>,
     /// The last call's runtime, freed once its answer is out.
     spent: Option<Fresh>,
+    /// The module instance the last call kept for the next call of its run.
+    kept: Option<Kept>,
+}
+
+/// A module instance kept for the calls of its run ([`EngineCall::keep_module`]): the runtime
+/// its module was evaluated in, and the module's namespace.
+struct Kept {
+    /// Dropped before the runtime it lives in (fields drop in order).
+    namespace: Persistent<Object<'static>>,
+    fresh: Fresh,
+    bundle: Arc<ModuleBundle>,
+}
+
+impl Kept {
+    /// Whether this instance is the module of `bundle`.
+    fn serves(&self, bundle: &Arc<ModuleBundle>) -> bool {
+        Arc::ptr_eq(&self.bundle, bundle) || *self.bundle == **bundle
+    }
 }
 
 impl Default for QuickJs {
@@ -56,6 +92,7 @@ impl std::fmt::Debug for QuickJs {
         f.debug_struct("QuickJs")
             .field("prelude_bytes", &self.prelude.as_ref().map(|p| p.len()))
             .field("ready", &self.ready.is_some())
+            .field("kept", &self.kept.is_some())
             .finish()
     }
 }
@@ -67,6 +104,7 @@ impl QuickJs {
             prelude: None,
             ready: None,
             spent: None,
+            kept: None,
         }
     }
 
@@ -116,358 +154,58 @@ impl Engine for QuickJs {
     }
 
     fn call(&mut self, call: &EngineCall<'_>) -> Result<EngineOutput, (Failure, ConsoleLog)> {
-        let fresh = self.fresh().map_err(|f| (f, ConsoleLog::default()))?;
-        let session = Session::start(call, fresh);
+        self.spent = None;
+        let keep = call.keep_module && !call.probe;
+        // Only the next call of the run, keeping the module too, finds the kept instance; any
+        // other call drops it first.
+        let kept = self
+            .kept
+            .take()
+            .filter(|k| keep && call.continues && k.serves(call.bundle));
+        let mut session = match kept {
+            Some(Kept {
+                namespace, fresh, ..
+            }) => Session::start(call, fresh, Some(namespace)),
+            None => {
+                let fresh = self.fresh().map_err(|f| (f, ConsoleLog::default()))?;
+                Session::start(call, fresh, None)
+            }
+        };
         let result = session.run(call);
+        session.namespace = None;
         let log = session.fresh.log.take();
-        // Freed after the answer is written (`idle`), or before the next call.
-        self.spent = Some(session.fresh);
         match result {
-            Ok(output) => Ok(EngineOutput { output, log }),
-            Err(f) => Err((f, log)),
+            Ok((output, namespace)) if keep => {
+                self.kept = Some(Kept {
+                    namespace,
+                    fresh: session.fresh,
+                    bundle: call.bundle.clone(),
+                });
+                Ok(EngineOutput { output, log })
+            }
+            Ok((output, namespace)) => {
+                drop(namespace);
+                // Freed after the answer is written (`idle`), or before the next call.
+                self.spent = Some(session.fresh);
+                Ok(EngineOutput { output, log })
+            }
+            Err(f) => {
+                self.spent = Some(session.fresh);
+                Err((f, log))
+            }
         }
     }
 
-    /// Frees the last call's runtime and makes the next call's, prelude installed, while the
-    /// host reads the answer. The runtime made here has run nothing but the prelude; it serves
-    /// exactly one call.
+    /// Frees the last call's runtime (and any kept module: the next call does not continue
+    /// its run) and makes the next call's, prelude installed, while the host reads the answer.
+    /// The runtime made here has run nothing but the prelude; it serves exactly one call.
     fn idle(&mut self) {
         self.spent = None;
+        self.kept = None;
         if self.ready.is_none()
             && let Ok(prelude) = self.prelude()
         {
             self.ready = Fresh::new(prelude).ok();
         }
     }
-}
-
-struct Session {
-    fresh: Fresh,
-    limits: Limits,
-}
-
-/// Values kept alive across the phases of a call (job queues run between them).
-struct Prepared {
-    helpers: Persistent<Object<'static>>,
-    inputs: Persistent<Value<'static>>,
-    context: Persistent<Value<'static>>,
-    namespace: Persistent<Object<'static>>,
-    evaluated: Persistent<Promise<'static>>,
-}
-
-impl Session {
-    /// Gives a fresh runtime the call's limits, wall and modules.
-    fn start(call: &EngineCall<'_>, fresh: Fresh) -> Session {
-        let limits = call.limits;
-        fresh.budget.start_call(limits.heap_bytes);
-        fresh
-            .rt
-            .set_max_stack_size(crate::engine::stack::usable(limits.stack_bytes));
-        fresh.log_bound.set(limits.log_bytes);
-        fresh.deadline.set(Some(Instant::now() + limits.wall()));
-        *fresh.shared.bundle.borrow_mut() = Some(call.bundle.clone());
-        Session { fresh, limits }
-    }
-
-    fn run(&self, call: &EngineCall<'_>) -> Result<Vec<u8>, Failure> {
-        let prepared = self.fresh.ctx.with(|ctx| self.prepare(&ctx, call))?;
-        self.drain_jobs()?;
-        let returned = self
-            .fresh
-            .ctx
-            .with(|ctx| self.invoke(&ctx, call, &prepared))?;
-        self.drain_jobs()?;
-        let output = self
-            .fresh
-            .ctx
-            .with(|ctx| self.finish(&ctx, &prepared, returned))?;
-        if let Some(spec) = self.fresh.shared.rejected.borrow().clone() {
-            return Err(Failure::new(FailureCode::ModuleRejected, spec));
-        }
-        Ok(output)
-    }
-
-    /// Installs the prelude, builds the arguments, loads and evaluates the module graph.
-    fn prepare<'js>(&self, ctx: &Ctx<'js>, call: &EngineCall<'_>) -> Result<Prepared, Failure> {
-        let fail = |code| move |_: rquickjs::Error| self.failure(ctx, code);
-        let helpers = self
-            .fresh
-            .helpers
-            .clone()
-            .restore(ctx)
-            .map_err(fail(FailureCode::Internal))?;
-
-        let inputs = self.inputs(ctx, call)?;
-        let env = Object::new(ctx.clone()).map_err(fail(FailureCode::Internal))?;
-        for (k, v) in call.environment {
-            env.set(k.as_str(), v.as_str())
-                .map_err(fail(FailureCode::Internal))?;
-        }
-        let make_context: Function = helpers
-            .get("context")
-            .map_err(fail(FailureCode::Internal))?;
-        let context: Value = make_context
-            .call((env,))
-            .map_err(fail(FailureCode::Internal))?;
-
-        let bundle = call.bundle;
-        let entry = bundle.entry.as_str();
-        let source = bundle.modules.get(entry).ok_or_else(|| {
-            Failure::new(
-                FailureCode::InvalidRequest,
-                format!("the bundle has no entry module `{entry}`"),
-            )
-        })?;
-        let module = Module::declare(ctx.clone(), entry, source.as_str())
-            .map_err(fail(FailureCode::ModuleRejected))?;
-        self.fresh.shared.dynamic.set(true);
-        let (module, evaluated) = module.eval().map_err(fail(FailureCode::ExecutionFailed))?;
-        let namespace = module
-            .namespace()
-            .map_err(fail(FailureCode::ModuleRejected))?;
-        Ok(Prepared {
-            helpers: Persistent::save(ctx, helpers),
-            inputs: Persistent::save(ctx, inputs),
-            context: Persistent::save(ctx, context),
-            namespace: Persistent::save(ctx, namespace),
-            evaluated: Persistent::save(ctx, evaluated),
-        })
-    }
-
-    /// Parses the input JSON and attaches the page, if any, as `runx_page`.
-    fn inputs<'js>(&self, ctx: &Ctx<'js>, call: &EngineCall<'_>) -> Result<Value<'js>, Failure> {
-        let invalid = |what: &str| {
-            Failure::new(
-                FailureCode::InvalidRequest,
-                format!("the {what} is not a JSON object"),
-            )
-        };
-        // The host wrote the input, so it is JSON: a parse that fails ran out of a limit
-        // (memory: 500,000 small objects in 4 MiB of input fill a 64 MiB heap), which is what
-        // the call reports.
-        let inputs = ctx.json_parse(call.input).map_err(|_| {
-            let failure = self.failure(ctx, FailureCode::InvalidRequest);
-            if failure.limit.is_some() {
-                failure
-            } else {
-                invalid("input")
-            }
-        })?;
-        let Some(obj) = inputs.as_object() else {
-            return Err(invalid("input"));
-        };
-        if let Some(page) = call.page {
-            let meta = page_object(ctx, page).map_err(|e| match e {
-                rquickjs::Error::Exception => self.failure(ctx, FailureCode::InvalidRequest),
-                other => Failure::new(FailureCode::InvalidRequest, other.to_string()),
-            })?;
-            obj.set("runx_page", meta)
-                .map_err(|_| self.failure(ctx, FailureCode::Internal))?;
-        }
-        Ok(inputs)
-    }
-
-    /// Checks the module evaluated, then calls the export.
-    fn invoke(
-        &self,
-        ctx: &Ctx<'_>,
-        call: &EngineCall<'_>,
-        p: &Prepared,
-    ) -> Result<Persistent<Value<'static>>, Failure> {
-        let restore_err = |_| self.failure(ctx, FailureCode::Internal);
-        let evaluated = p.evaluated.clone().restore(ctx).map_err(restore_err)?;
-        self.settled(ctx, &evaluated, "the module's top-level code")?;
-        let namespace = p.namespace.clone().restore(ctx).map_err(restore_err)?;
-        if call.probe {
-            return self.exports_of(ctx, p, &namespace);
-        }
-        let name = call.export.unwrap_or("default");
-        let export: Value = namespace
-            .get(name)
-            .map_err(|_| self.failure(ctx, FailureCode::ModuleRejected))?;
-        let entry = &call.bundle.entry;
-        if export.is_undefined() {
-            let names: Vec<String> = namespace.keys::<String>().filter_map(Result::ok).collect();
-            return Err(Failure::missing_export(entry, call.export, &names));
-        }
-        let kind = self.kind(ctx, p, &export)?;
-        let function = match export.as_function() {
-            Some(function) if Failure::runnable(&kind) => function,
-            _ => return Err(Failure::not_a_function(entry, name, &kind)),
-        };
-        let inputs = p.inputs.clone().restore(ctx).map_err(restore_err)?;
-        let context = p.context.clone().restore(ctx).map_err(restore_err)?;
-        let returned: Value = function
-            .call((This(Value::new_undefined(ctx.clone())), inputs, context))
-            .map_err(|_| self.failure(ctx, FailureCode::ExecutionFailed))?;
-        Ok(Persistent::save(ctx, returned))
-    }
-
-    /// What a probe answers: each export's name and what it is (the prelude's `kind`:
-    /// `typeof`, or which kind of function).
-    fn exports_of<'js>(
-        &self,
-        ctx: &Ctx<'js>,
-        p: &Prepared,
-        namespace: &Object<'js>,
-    ) -> Result<Persistent<Value<'static>>, Failure> {
-        let fail = |_: rquickjs::Error| self.failure(ctx, FailureCode::ModuleRejected);
-        let map = Object::new(ctx.clone()).map_err(fail)?;
-        for key in namespace.keys::<String>() {
-            let key = key.map_err(fail)?;
-            let value: Value = namespace.get(key.as_str()).map_err(fail)?;
-            map.set(key.as_str(), self.kind(ctx, p, &value)?)
-                .map_err(fail)?;
-        }
-        Ok(Persistent::save(ctx, map.into_value()))
-    }
-
-    /// What `value` is, by the prelude's `kind`.
-    fn kind<'js>(
-        &self,
-        ctx: &Ctx<'js>,
-        p: &Prepared,
-        value: &Value<'js>,
-    ) -> Result<String, Failure> {
-        let fail = |_: rquickjs::Error| self.failure(ctx, FailureCode::ModuleRejected);
-        let helpers = p.helpers.clone().restore(ctx).map_err(fail)?;
-        let kind: Function = helpers.get("kind").map_err(fail)?;
-        kind.call((value.clone(),)).map_err(fail)
-    }
-
-    /// Unwraps a settled promise and encodes the value with the prelude's `encode` (the rules
-    /// of `JSON.stringify`, plus the refusals it documents).
-    fn finish(
-        &self,
-        ctx: &Ctx<'_>,
-        p: &Prepared,
-        returned: Persistent<Value<'static>>,
-    ) -> Result<Vec<u8>, Failure> {
-        let restore_err = |_| self.failure(ctx, FailureCode::Internal);
-        let mut value = returned.restore(ctx).map_err(restore_err)?;
-        if let Some(promise) = value.as_promise() {
-            value = self.settled(ctx, promise, "the promise returned by the export")?;
-        }
-        let helpers = p.helpers.clone().restore(ctx).map_err(restore_err)?;
-        let encode: Function = helpers.get("encode").map_err(restore_err)?;
-        let depth = i32::try_from(self.limits.output_depth).unwrap_or(i32::MAX);
-        let bytes = self.limits.output_bytes as f64;
-        let encoded: Value = encode
-            .call((value, depth, bytes))
-            .map_err(|_| self.failure(ctx, FailureCode::OutputRejected))?;
-        if let Some(text) = encoded.as_string() {
-            let text = text.to_string().map_err(restore_err)?;
-            Failure::check_output(text.len(), &self.limits)?;
-            return Ok(text.into_bytes());
-        }
-        let refused = encoded.as_object().ok_or_else(|| {
-            Failure::new(
-                FailureCode::Internal,
-                "the prelude's encode returned no text",
-            )
-        })?;
-        let code: String = refused.get("code").map_err(restore_err)?;
-        let message: String = refused.get("message").map_err(restore_err)?;
-        Err(Failure::unencodable(&code, &message, &self.limits))
-    }
-
-    /// The value of a promise after the job queue drained; pending means it waits on something
-    /// that cannot happen here (a timer, host I/O).
-    fn settled<'js>(
-        &self,
-        ctx: &Ctx<'js>,
-        promise: &Promise<'js>,
-        what: &str,
-    ) -> Result<Value<'js>, Failure> {
-        match promise.state() {
-            PromiseState::Resolved => promise
-                .result::<Value>()
-                .unwrap_or_else(|| Ok(Value::new_undefined(ctx.clone())))
-                .map_err(|_| self.failure(ctx, FailureCode::ExecutionFailed)),
-            PromiseState::Rejected => {
-                let reason = match promise.result::<Value>() {
-                    Some(Ok(reason)) => Caught::of(&reason),
-                    Some(Err(_)) => Caught::pending(ctx),
-                    None => Caught::of(&Value::new_undefined(ctx.clone())),
-                };
-                Err(self.classify(FailureCode::ExecutionFailed, reason))
-            }
-            PromiseState::Pending => Err(Failure::new(
-                FailureCode::ExecutionFailed,
-                format!(
-                    "{what} never settled: nothing is left that could resolve it (the worker has no timers, network or host I/O)"
-                ),
-            )),
-        }
-    }
-
-    fn drain_jobs(&self) -> Result<(), Failure> {
-        loop {
-            match self.fresh.rt.execute_pending_job() {
-                Ok(true) => {}
-                Ok(false) => return Ok(()),
-                Err(job) => {
-                    let caught = job.0.with(|ctx| Caught::pending(&ctx));
-                    return Err(self.classify(FailureCode::ExecutionFailed, caught));
-                }
-            }
-        }
-    }
-
-    /// The failure for the exception pending on `ctx`.
-    fn failure(&self, ctx: &Ctx<'_>, code: FailureCode) -> Failure {
-        self.classify(code, Caught::pending(ctx))
-    }
-
-    /// Whether `caught` is QuickJS's own answer to the heap limit: the allocator refused memory
-    /// in this call, and the value is what QuickJS throws then (its `InternalError: out of
-    /// memory`; `null` only once even the reserve after the first refusal ran out). The same
-    /// value thrown by the module without a refusal, or any other value the module throws after
-    /// catching one, is the module's.
-    fn out_of_memory(&self, caught: &Caught) -> bool {
-        let budget = &self.fresh.budget;
-        match caught.sign {
-            Sign::OutOfMemory | Sign::Nothing => budget.refused(),
-            Sign::Null => budget.spent(),
-            Sign::Module => false,
-        }
-    }
-
-    /// Maps an exception to a failure: limits first (they explain everything after them), then
-    /// refused imports, then the stage's own code with what was thrown.
-    fn classify(&self, code: FailureCode, caught: Caught) -> Failure {
-        if self.fresh.interrupted.get() {
-            return Failure::exceeded(Limit::WallMilliseconds, &self.limits);
-        }
-        if self.out_of_memory(&caught) {
-            return Failure::exceeded(Limit::HeapBytes, &self.limits);
-        }
-        let text = caught.thrown.text();
-        if text.contains("Maximum call stack size exceeded") || text.contains("stack overflow") {
-            return Failure::exceeded(Limit::StackBytes, &self.limits);
-        }
-        if let Some(spec) = self.fresh.shared.rejected.borrow().clone() {
-            return Failure::new(FailureCode::ModuleRejected, spec);
-        }
-        Failure::thrown(code, &text)
-    }
-}
-
-/// Builds `runx_page`: the metadata object plus `records`, an array of JSON texts made
-/// straight from the raw record bytes.
-fn page_object<'js>(ctx: &Ctx<'js>, page: PageInput<'_>) -> rquickjs::Result<Value<'js>> {
-    let meta = ctx.json_parse(page.meta)?;
-    let Some(obj) = meta.as_object() else {
-        return Err(rquickjs::Error::new_from_js("page metadata", "object"));
-    };
-    let records = Array::new(ctx.clone())?;
-    for (i, bytes) in page.records().enumerate() {
-        let bytes = bytes
-            .ok_or_else(|| rquickjs::Error::new_from_js("page offset table", "record range"))?;
-        let text = std::str::from_utf8(bytes)
-            .map_err(|_| rquickjs::Error::new_from_js("page record bytes", "UTF-8 text"))?;
-        records.set(i, text)?;
-    }
-    obj.set("records", records)?;
-    Ok(meta)
 }

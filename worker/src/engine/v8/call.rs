@@ -1,14 +1,34 @@
 //! One call on V8: a fresh context, the prelude, the arguments, the module graph, the export,
-//! its settled value and the encoded output, in the same phases as the QuickJS engine.
+//! its settled value and the encoded output, in the same phases as the QuickJS engine; or, for
+//! the next call of a run that keeps its module, the kept context and module with new
+//! arguments.
 
 use super::modules;
 use super::state::{CallState, Scope};
 use super::thrown::{Caught, caught, classify, read};
+use crate::engine::bundle::ModuleBundle;
 use crate::engine::globals::ALLOWED_GLOBALS;
 use crate::engine::{EngineCall, PageInput};
 use crate::wire::failure::{Failure, FailureCode};
 use rusty_v8 as v8;
 use std::rc::Rc;
+use std::sync::Arc;
+
+/// A module instance kept for the calls of its run ([`EngineCall::keep_module`]): the context
+/// its module was evaluated in, the prelude's helpers of that context, and the module.
+pub(super) struct Kept {
+    context: v8::Global<v8::Context>,
+    helpers: v8::Global<v8::Object>,
+    module: v8::Global<v8::Module>,
+    bundle: Arc<ModuleBundle>,
+}
+
+impl Kept {
+    /// Whether this instance is the module of `bundle`.
+    pub(super) fn serves(&self, bundle: &Arc<ModuleBundle>) -> bool {
+        Arc::ptr_eq(&self.bundle, bundle) || *self.bundle == **bundle
+    }
+}
 
 /// Deletes the globals V8 adds back to every context it deserialises (the globals of shipped
 /// features it installs after reading the snapshot, such as `Temporal` or `DisposableStack`),
@@ -39,31 +59,56 @@ struct Prepared<'s> {
     inputs: v8::Local<'s, v8::Value>,
     context: v8::Local<'s, v8::Value>,
     module: v8::Local<'s, v8::Module>,
-    evaluated: v8::Local<'s, v8::Value>,
+    /// The module's evaluation; none for a kept module, evaluated by an earlier call.
+    evaluated: Option<v8::Local<'s, v8::Value>>,
 }
 
-/// Runs one call in a new context of `isolate`; the caller owns the wall, the heap flag and
-/// what the call leaves behind.
+/// Runs one call in a new context of `isolate`, or in the context of `kept` (taken), and when
+/// the call keeps its module and succeeds, puts its instance in `kept`. The caller owns the
+/// wall, the heap flag and what the call leaves behind.
 pub(super) fn run(
     isolate: &mut v8::OwnedIsolate,
     helpers: usize,
     call: &EngineCall<'_>,
     state: &CallState,
+    kept: &mut Option<Kept>,
 ) -> Result<Vec<u8>, Failure> {
+    let resumed = kept.take();
     let scope = std::pin::pin!(v8::HandleScope::new(isolate));
     let scope = &mut scope.init();
-    let context = v8::Context::new(scope, Default::default());
+    let context = match &resumed {
+        Some(k) => v8::Local::new(scope, &k.context),
+        None => v8::Context::new(scope, Default::default()),
+    };
     let scope = &mut v8::ContextScope::new(scope, context);
     let tc = std::pin::pin!(v8::TryCatch::new(scope));
     let tc = &mut tc.init();
     let phases = Phases { state };
-    let prepared = phases.prepare(tc, helpers, call)?;
+    let prepared = match &resumed {
+        Some(k) => phases.resume(tc, k, call)?,
+        None => phases.prepare(tc, helpers, call)?,
+    };
+    drop(resumed);
     tc.perform_microtask_checkpoint();
     let returned = phases.invoke(tc, call, &prepared)?;
     tc.perform_microtask_checkpoint();
     let output = phases.finish(tc, &prepared, returned)?;
+    let keep = call.keep_module && !call.probe;
+    if keep {
+        // Jobs the output's encoding queued (a `toJSON` that awaits) run now, under this
+        // call's limits: a kept instance never carries a queued job into the next call.
+        tc.perform_microtask_checkpoint();
+    }
     if let Some(spec) = state.rejected.borrow().clone() {
         return Err(Failure::new(FailureCode::ModuleRejected, spec));
+    }
+    if keep {
+        *kept = Some(Kept {
+            context: v8::Global::new(tc, context),
+            helpers: v8::Global::new(tc, prepared.helpers),
+            module: v8::Global::new(tc, prepared.module),
+            bundle: call.bundle.clone(),
+        });
     }
     Ok(output)
 }
@@ -88,8 +133,49 @@ impl Phases<'_> {
             .map_err(|e| {
                 Failure::new(internal, format!("the prelude's helpers are missing: {e}"))
             })?;
-        let undefined: v8::Local<v8::Value> = v8::undefined(tc).into();
+        let (inputs, context) = self.arguments(tc, helpers, call)?;
+        let module = modules::load(tc, self.state)?;
+        let evaluated = module
+            .evaluate(tc)
+            .ok_or_else(|| self.fail(tc, FailureCode::ExecutionFailed))?;
+        Ok(Prepared {
+            helpers,
+            inputs,
+            context,
+            module,
+            evaluated: Some(evaluated),
+        })
+    }
 
+    /// Builds the arguments in the context of a kept module, which an earlier call of the run
+    /// evaluated.
+    fn resume<'s>(
+        &self,
+        tc: &mut Scope<'_, '_, 's, '_>,
+        kept: &Kept,
+        call: &EngineCall<'_>,
+    ) -> Result<Prepared<'s>, Failure> {
+        let helpers = v8::Local::new(tc, &kept.helpers);
+        let module = v8::Local::new(tc, &kept.module);
+        let (inputs, context) = self.arguments(tc, helpers, call)?;
+        Ok(Prepared {
+            helpers,
+            inputs,
+            context,
+            module,
+            evaluated: None,
+        })
+    }
+
+    /// The export's arguments: the input object (with the page) and the frozen context object.
+    fn arguments<'s>(
+        &self,
+        tc: &mut Scope<'_, '_, 's, '_>,
+        helpers: v8::Local<'s, v8::Object>,
+        call: &EngineCall<'_>,
+    ) -> Result<(v8::Local<'s, v8::Value>, v8::Local<'s, v8::Value>), Failure> {
+        let internal = FailureCode::Internal;
+        let undefined: v8::Local<v8::Value> = v8::undefined(tc).into();
         let inputs = page_inputs(tc, call)?;
         let env = v8::Object::new(tc);
         for (k, v) in call.environment {
@@ -103,18 +189,7 @@ impl Phases<'_> {
         let context = make_context
             .call(tc, undefined, &[env.into()])
             .ok_or_else(|| self.fail(tc, internal))?;
-
-        let module = modules::load(tc, self.state)?;
-        let evaluated = module
-            .evaluate(tc)
-            .ok_or_else(|| self.fail(tc, FailureCode::ExecutionFailed))?;
-        Ok(Prepared {
-            helpers,
-            inputs,
-            context,
-            module,
-            evaluated,
-        })
+        Ok((inputs, context))
     }
 
     /// Checks the module evaluated, then calls the export with `(inputs, context)` and `this`
@@ -125,7 +200,9 @@ impl Phases<'_> {
         call: &EngineCall<'_>,
         p: &Prepared<'s>,
     ) -> Result<v8::Local<'s, v8::Value>, Failure> {
-        self.settled(tc, p.evaluated, "the module's top-level code")?;
+        if let Some(evaluated) = p.evaluated {
+            self.settled(tc, evaluated, "the module's top-level code")?;
+        }
         let namespace = v8::Local::<v8::Object>::try_from(p.module.get_module_namespace())
             .map_err(|_| Failure::new(FailureCode::Internal, "the module has no namespace"))?;
         let kind_of = function(tc, p.helpers, "kind")?;

@@ -34,7 +34,8 @@
 //!   [`CallState`]).
 //! - **Module instances**: compiled, instantiated and evaluated per call, in the call's
 //!   context; module-level `let` state starts over. Only compiled code may be shared by V8's
-//!   compilation cache, and code holds no state.
+//!   compilation cache, and code holds no state. (A run that keeps its module is the
+//!   exception, below.)
 //! - **Microtasks**: the isolate runs them only when the engine asks (explicit policy). When a
 //!   call ends, however it ends, jobs it left queued are discarded without running: the engine
 //!   terminates execution and runs the queue, which V8 then empties (see [`Instance::run`]).
@@ -48,6 +49,24 @@
 //!   the duration of one call and removed after it; callbacks that find no call do nothing.
 //!
 //! The conformance suite attacks each of these with a pair of calls on one engine.
+//!
+//! # A module kept for a run
+//!
+//! A call that keeps its module ([`EngineCall::keep_module`]: the pages of a paged run whose
+//! runner declares `pages.module: partition`) leaves its context, with the module evaluated in
+//! it, to the next call of its run that keeps the module too. That call gets no new context
+//! and evaluates nothing: it looks its export up on the kept module's namespace (another
+//! export than the last call's, if it names one) and calls it with its own arguments. The
+//! context's globals and the module's state are then the run's, as the isolate already is;
+//! each call still gets its own wall, console, log bound, stack limit and [`CallState`]. The
+//! heap limit bounds the isolate, so what the module keeps counts against every later call,
+//! and a state that grows page after page fails `heap_bytes` at the same page on every run.
+//! A kept call ends with an empty microtask queue: jobs its output's encoding queued (a
+//! `toJSON` that awaits) run before its answer, under its limits (a call that does not keep
+//! its module discards them, as above). Any other call drops the kept context first: one
+//! that does not continue the run gets a new isolate anyway, one that continues it without
+//! keeping the module (or probes, or names another bundle) a new context; a failed call drops
+//! it with the run.
 //!
 //! # Limits
 //!
@@ -127,7 +146,7 @@ fn platform() -> &'static v8::SharedRef<v8::Platform> {
 }
 
 /// The V8 engine. An isolate serves one run: one call, or the pages of one paged run on this
-/// worker. It is made ahead, while the worker is idle ([`Engine::idle`]), so a call seldom
+/// worker (and, when the run keeps its module, so does one context). It is made ahead, while the worker is idle ([`Engine::idle`]), so a call seldom
 /// waits for it.
 #[derive(Default)]
 pub struct V8 {
@@ -213,9 +232,12 @@ struct HeapGuard {
 
 /// One isolate with its watchdog and heap guard.
 struct Instance {
-    // Field order is drop order: the watchdog thread stops before the isolate goes, and the
-    // heap guard the isolate's callback points to outlives the isolate.
+    // Field order is drop order: the watchdog thread stops and the kept module's handles go
+    // before the isolate goes, and the heap guard the isolate's callback points to outlives
+    // the isolate.
     watchdog: Watchdog,
+    /// The module instance the last call kept for the next call of its run.
+    kept: Option<call::Kept>,
     isolate: v8::OwnedIsolate,
     /// The index of the prelude's helpers in the snapshot data of each context.
     helpers: usize,
@@ -263,6 +285,7 @@ impl Instance {
         })?;
         Ok(Instance {
             watchdog,
+            kept: None,
             isolate,
             helpers: startup.helpers,
             heap,
@@ -285,6 +308,13 @@ impl Instance {
         state: &Rc<CallState>,
     ) -> (Result<Vec<u8>, Failure>, bool) {
         let limits = call.limits;
+        // Only the next call of the run, keeping the module too, finds the kept instance; any
+        // other call drops it first.
+        let resumes = call.keep_module && !call.probe && call.continues;
+        let mut kept = self
+            .kept
+            .take()
+            .filter(|k| resumes && k.serves(call.bundle));
         self.calls += 1;
         self.isolate.cancel_terminate_execution();
         self.heap.hit.store(false, Ordering::SeqCst);
@@ -299,7 +329,7 @@ impl Instance {
         let isolate = &mut self.isolate;
         let helpers = self.helpers;
         let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            call::run(isolate, helpers, call, state)
+            call::run(isolate, helpers, call, state, &mut kept)
         }));
         let fired = self.watchdog.disarm();
         // Jobs the call left queued (it failed, or code ran after the last checkpoint) must
@@ -330,6 +360,9 @@ impl Instance {
                 Err(Failure::new(FailureCode::Internal, "the V8 engine panicked").discard_worker())
             }
         };
+        if result.is_ok() {
+            self.kept = kept;
+        }
         let keep = !heap_hit && ran_ok(&result);
         (result, keep)
     }
