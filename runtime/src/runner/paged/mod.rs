@@ -7,16 +7,20 @@
 //! pages after it are scanned, validated, laid out for transport and hashed, up to
 //! [`LOOKAHEAD_BYTES`] of them (`queue`).
 //!
-//! - this module: admission, the framing thread and the two loops, start to end;
-//! - `page_loop`: what the loop holds for the whole run ([`PageLoop`]) and the steps of one
-//!   page (prepare, call, settle);
-//! - `send_ahead`: pages sent to a leased worker ahead of the reply before them;
-//! - `page`: a page on its way through the loop, and what the run gathers ([`Walk`]);
-//! - `snapshot_framer`, `producer`, `queue`, `result`: framing while the snapshot is copied,
-//!   the framing thread's loop, the bounded queue between it and the calls, a page's reply
-//!   split and checked;
-//! - `parallel`: the map/fold runner (a runx extension), which frames, admits and settles
-//!   pages as this loop does, but maps them on several workers at once.
+//! Every run is split into partitions (`partition`): page `i` runs in partition `i mod N` on a
+//! worker of its own, in page order. Where a page goes, one hop each:
+//!
+//! - **framed** on the framing thread: `snapshot_framer` (framing while the snapshot is
+//!   copied), `producer` (the thread's loop: each page laid out for transport and hashed, its
+//!   `runx_page` metadata made), `queue` (the bounded queue between it and the calls);
+//! - **sent** on the calling side: `page_loop` (what every call of the run shares, [`PageLoop`]:
+//!   a page leaving the queue with the whole digest, a call's limits, a reply settled),
+//!   `runx_page` (the one encoder of what a call sees), `partition` (a partition's worker),
+//!   `send_ahead` (the sequential runner: its one partition, pages sent ahead of the reply
+//!   before them), `parallel` (map/fold: one map thread per partition, the fold in page order);
+//! - **settled**: `result` (a reply split and checked), `page` (a page on its way, and what the
+//!   run gathers, [`Walk`], where every call of a page is recorded);
+//! - this module: admission, then the framing thread and the loop of the runner, start to end.
 
 mod page;
 mod page_loop;
@@ -25,6 +29,7 @@ mod partition;
 mod producer;
 mod queue;
 mod result;
+mod runx_page;
 mod send_ahead;
 mod snapshot_framer;
 
@@ -34,8 +39,8 @@ use crate::framing::PageBudget;
 use crate::runner::module::Module;
 use crate::runner::step::{Produced, Provenance, Ran, RunContext, Step};
 pub(crate) use page::At;
+pub(crate) use page::too_many_pages;
 use page::{Walk, ms};
-pub(crate) use page_loop::too_many_pages;
 use page_loop::{PageLoop, page_budget};
 use producer::LOOKAHEAD_BYTES;
 use queue::PageQueue;
@@ -60,6 +65,8 @@ pub(crate) fn run(ctx: &RunContext<'_>, step: Step<'_>, js: &JsRunner, pages: &P
 /// (neither path input: the runtime owns the file), its digest, and where the artifact is.
 pub(crate) struct PagedStart {
     pub base: Vec<u8>,
+    /// The same inputs as a map, for a fold's input.
+    pub inputs: serde_json::Map<String, Value>,
     pub input_digest: String,
     /// The artifact path as given.
     pub path: String,
@@ -84,12 +91,12 @@ impl PagedStart {
             PathScope::Workspace => step.workspace.to_path_buf(),
             PathScope::Skill => step.profile.dir.clone(),
         };
-        let base_value = Value::Object(inputs);
-        let base = serde_json::to_vec(&base_value)
-            .map_err(|e| RunError::internal("encode", e.to_string()))?;
+        let base =
+            serde_json::to_vec(&inputs).map_err(|e| RunError::internal("encode", e.to_string()))?;
         Ok(PagedStart {
             base,
-            input_digest: digest(&base_value),
+            input_digest: digest(&Value::Object(inputs.clone())),
+            inputs,
             path: path.clone(),
             root,
         })
@@ -121,6 +128,7 @@ fn admit_and_loop(
             ..ArtifactProvenance::default()
         },
         log: &mut provenance.log,
+        log_bound: module.limits.log_bytes,
         state: Value::Null,
     };
     let pool = ctx.workers.pool(&module.engine)?;
@@ -144,6 +152,7 @@ fn admit_and_loop(
         export,
         module,
         base: start.base,
+        inputs: start.inputs,
         environment: step.environment,
         progress: step.progress,
     };

@@ -1,7 +1,9 @@
 //! A page on its way through the loop, and what a paged run gathers as its pages go.
 
+use super::runx_page::PageMeta;
 use crate::failure::RunError;
 use crate::framing::{FramingError, Page};
+use runx_profile::PAGE_COUNT;
 use runx_receipts::ArtifactProvenance;
 use runx_worker::{ConsoleLog, PageRecords};
 use serde_json::Value;
@@ -12,13 +14,11 @@ pub(super) fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1000.0
 }
 
-/// What ends a page's `meta_prefix`: its state follows.
-pub(super) const STATE_KEY: &str = ",\"state\":";
-
 /// A page framed and hashed, waiting for the state of the page before it.
 pub(super) struct Prepared {
     pub page: Page,
-    pub meta_prefix: String,
+    /// What its calls see of it in `runx_page`.
+    pub meta: PageMeta,
     pub records: PageRecords,
 }
 
@@ -29,7 +29,9 @@ impl Prepared {
             PageRecords::Inline { ends, blob } => 4 * ends.len() + blob.len(),
             PageRecords::Range { spans, .. } => 8 * spans.len(),
         };
-        std::mem::size_of::<Prepared>() + self.meta_prefix.len() + records
+        let meta = &self.meta;
+        let text = meta.artifact_ref.len() + meta.media_type.len() + meta.range_digest.len();
+        std::mem::size_of::<Prepared>() + text + records
     }
 }
 
@@ -42,6 +44,8 @@ pub(super) type Framed = (Result<Option<Prepared>, Unframed>, Duration);
 pub(super) enum Unframed {
     Framing(FramingError),
     Run(RunError),
+    /// The page at `At` is past the most a run may deliver ([`PAGE_COUNT`]).
+    TooMany(At),
 }
 
 impl Unframed {
@@ -50,6 +54,7 @@ impl Unframed {
         match self {
             Unframed::Framing(e) => framing_failed(e, record),
             Unframed::Run(e) => e,
+            Unframed::TooMany(at) => at.fail(record, too_many_pages()),
         }
     }
 }
@@ -100,7 +105,46 @@ impl At {
 pub(super) struct Walk<'r> {
     pub record: ArtifactProvenance,
     pub log: &'r mut ConsoleLog,
+    /// The run's one console bound ([`runx_worker::Limits::log_bytes`]).
+    pub log_bound: usize,
     pub state: Value,
+}
+
+impl Walk<'_> {
+    /// Records a call of the page at `at` that answered: the pages delivered so far, the call's
+    /// round trip and engine time, and its console lines under the run's one bound. Every call
+    /// of a page, sequential, map or fold, is recorded here.
+    pub(super) fn record_call(
+        &mut self,
+        at: At,
+        call: Duration,
+        engine: Duration,
+        log: ConsoleLog,
+    ) {
+        self.record.page_count = at.index + 1;
+        self.record.timings.call_ms += ms(call);
+        self.record.timings.engine_ms += ms(engine);
+        self.log.absorb(log, self.log_bound);
+    }
+
+    /// Records a call of the page at `at` that failed with `e`, after logging `log`: the run's
+    /// failure, located at the page.
+    pub(super) fn record_failure(&mut self, at: At, e: RunError, log: ConsoleLog) -> RunError {
+        self.record.page_count = at.index + 1;
+        self.log.absorb(log, self.log_bound);
+        at.fail(&mut self.record, e)
+    }
+}
+
+/// The failure of a run that reaches a page past [`PAGE_COUNT`].
+pub(crate) fn too_many_pages() -> RunError {
+    RunError::limit(
+        &PAGE_COUNT,
+        format!(
+            "a run may deliver at most {} pages; use larger page_bytes",
+            PAGE_COUNT.max
+        ),
+    )
 }
 
 /// An offset within one page (pages span at most 4 MiB of records, so it fits).

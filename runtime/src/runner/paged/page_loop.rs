@@ -1,20 +1,19 @@
 //! What the page loop holds for the whole run, and the steps every page takes through it:
 //! laid out for transport and hashed, called, and its reply settled.
 
-use super::page::{At, Framed, Prepared, STATE_KEY, Settled, Unframed, ms, span};
+use super::page::{At, Framed, Prepared, Settled, Unframed, ms};
 use super::queue::ConsumerGuard;
 use super::result::page_result;
 use crate::artifact::Artifact;
 use crate::failure::{FailureKind, RunError};
-use crate::framing::{Page, PageBudget};
+use crate::framing::PageBudget;
 use crate::progress::{PageProgress, ProgressSink};
 use crate::runner::module::Module;
 use runx_profile::{ModuleLifetime, PAGE_COUNT, PagesDecl, STATE_BYTES};
-use runx_receipts::{ArtifactProvenance, sha256_hex};
-use runx_worker::{ByteRange, Call, CancelToken, ConsoleLog, Limits, PageRecords, Pool, Reply};
+use runx_receipts::ArtifactProvenance;
+use runx_worker::{Call, CancelToken, ConsoleLog, Limits, Pool, Reply};
 use serde_json::Value;
 use std::collections::BTreeMap;
-use std::sync::mpsc::Receiver;
 use std::time::Instant;
 
 /// Room kept in each call's input for the page metadata (everything but state and records).
@@ -36,17 +35,6 @@ pub(crate) fn page_budget(pages: &PagesDecl, limits: &Limits, base_bytes: usize)
     }
 }
 
-/// The failure of a run that reaches a page past [`PAGE_COUNT`].
-pub(crate) fn too_many_pages() -> RunError {
-    RunError::limit(
-        &PAGE_COUNT,
-        format!(
-            "a run may deliver at most {} pages; use larger page_bytes",
-            PAGE_COUNT.max
-        ),
-    )
-}
-
 /// Everything the loop needs that does not change from page to page.
 pub(super) struct PageLoop<'a> {
     pub pool: &'a Pool,
@@ -57,6 +45,8 @@ pub(super) struct PageLoop<'a> {
     pub module: Module,
     /// The input object without the path inputs, encoded once.
     pub base: Vec<u8>,
+    /// The same inputs as a map, for a fold's input.
+    pub inputs: serde_json::Map<String, Value>,
     pub environment: BTreeMap<String, String>,
     pub progress: Option<&'a ProgressSink>,
 }
@@ -98,8 +88,7 @@ impl PageLoop<'_> {
 
     /// A framed page as it leaves the queue for its call: its metadata completed with the whole
     /// digest, waiting for admission to end if it has not. Pages are framed while admission
-    /// goes on, but none is called before the digest it carries is known. (`whole_digest` is
-    /// the last key of `runx_page` before `state`, so the metadata reads as it always did.)
+    /// goes on, but none is called before the digest it carries is known.
     pub(super) fn with_digest(
         &self,
         framed: Result<Option<Prepared>, Unframed>,
@@ -107,15 +96,15 @@ impl PageLoop<'_> {
         let Some(mut prepared) = framed? else {
             return Ok(None);
         };
+        if u64::from(prepared.page.index) >= PAGE_COUNT.max {
+            return Err(Unframed::TooMany(At::of(&prepared.page)));
+        }
         let digest = match self.artifact.digest_unless(self.cancel) {
             Ok(Some(digest)) => digest,
             Ok(None) => return Err(Unframed::Run(RunError::interrupted())),
             Err(e) => return Err(Unframed::Run(e.into())),
         };
-        let meta = &mut prepared.meta_prefix;
-        meta.push_str(",\"whole_digest\":");
-        meta.push_str(&Value::from(digest).to_string());
-        meta.push_str(STATE_KEY);
+        prepared.meta.whole_digest = digest.to_string();
         Ok(Some(prepared))
     }
 
@@ -173,67 +162,5 @@ impl PageLoop<'_> {
     /// limit once the base inputs, the page metadata and the largest state are accounted for.
     pub(super) fn budget(&self) -> PageBudget {
         page_budget(self.pages, &self.module.limits, self.base.len())
-    }
-
-    /// Lays a page's records out for the worker and hashes its byte range; the range of the map
-    /// is then released, since this process does not read it again. The page's metadata waits
-    /// for the whole digest, which admission may not know yet ([`PageLoop::with_digest`]).
-    pub(super) fn prepare(&self, mut page: Page, spare_blobs: &Receiver<Vec<u8>>) -> Prepared {
-        // The written part of the snapshot: the page was framed from it, and the range digest
-        // below slices it, so no range sent to the worker reaches unwritten bytes.
-        let data = self.artifact.data();
-        let records = match (self.artifact.read_only(), &page.records[..]) {
-            // The worker reads the span from the first record to the last from the snapshot
-            // itself: no copy here, none through the pipe.
-            (Some(file), [first, .., last]) | (Some(file), [first @ last]) => {
-                let base = first.start;
-                PageRecords::Range {
-                    file: file.clone(),
-                    range: ByteRange {
-                        offset: base as u64,
-                        len: (last.end - base) as u64,
-                    },
-                    spans: page
-                        .records
-                        .iter()
-                        .map(|r| (span(r.start - base), span(r.end - base)))
-                        .collect(),
-                }
-            }
-            _ => {
-                let mut blob = spare_blobs.try_recv().unwrap_or_default();
-                blob.clear();
-                blob.reserve(page.record_bytes());
-                let mut ends = Vec::with_capacity(page.records.len());
-                for r in &page.records {
-                    blob.extend_from_slice(&data[r.clone()]);
-                    ends.push(span(blob.len()));
-                }
-                PageRecords::Inline { ends, blob }
-            }
-        };
-        let (start, end) = (page.offset as usize, page.next_offset as usize);
-        let head = serde_json::json!({
-            "artifact_ref": self.artifact.artifact_ref,
-            "media_type": self.pages.media_type,
-            "artifact_bytes": self.artifact.bytes,
-            "page_index": page.index,
-            "offset": page.offset,
-            "length": page.length(),
-            "next_offset": page.next_offset,
-            "eof": page.eof,
-            "range_digest": sha256_hex(&data[start..end]),
-        });
-        self.artifact.release(start, end);
-        // The records now live in their transport layout; the page keeps only its position
-        // while it waits in the lookahead.
-        page.records = Vec::new();
-        let mut meta_prefix = head.to_string();
-        meta_prefix.pop(); // the closing brace; `"whole_digest": …, "state": …}` follow
-        Prepared {
-            page,
-            meta_prefix,
-            records,
-        }
     }
 }

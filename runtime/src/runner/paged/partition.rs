@@ -108,11 +108,3 @@ impl<'a> Partition<'a> {
 
 /// How a partition's call failed: the failure and what the call logged before it.
 pub(super) struct PartitionError(pub RunError, pub ConsoleLog);
-
-impl PartitionError {
-    /// The failure, its log absorbed into the run's under `bound`.
-    pub(super) fn into_error(self, log: &mut ConsoleLog, bound: usize) -> RunError {
-        log.absorb(self.1, bound);
-        self.0
-    }
-}

@@ -18,13 +18,13 @@
 //! which pages went ahead changes nothing a page sees. A worker lost, or a state that does not
 //! match, ends the run at that page ([`super::partition`]).
 
-use super::page::{At, Framed, Prepared, Settled, Unframed, Walk, ms};
-use super::page_loop::{PageLoop, too_many_pages};
-use super::partition::{Partition, Take};
+use super::page::{At, Framed, Prepared, Settled, Unframed, Walk};
+use super::page_loop::PageLoop;
+use super::partition::{Partition, PartitionError, Take};
 use super::queue::ConsumerGuard;
+use super::runx_page::{Beside, PageMeta};
 use crate::failure::RunError;
 use crate::framing::Page;
-use runx_profile::PAGE_COUNT;
 use runx_worker::{Call, LeaseError, PagePayload, PageRecords, Reply};
 use serde_json::Value;
 use std::sync::mpsc::Sender;
@@ -35,7 +35,7 @@ struct Sent {
     id: u64,
     call: Call,
     page: Page,
-    meta_prefix: String,
+    meta: PageMeta,
     /// Whether the page takes the state the worker kept from the page before.
     takes_kept_state: bool,
     /// When the worker began the page, as near as the host knows: when the page was sent,
@@ -59,7 +59,7 @@ impl Sent {
         };
         Prepared {
             page: self.page,
-            meta_prefix: self.meta_prefix,
+            meta: self.meta,
             records,
         }
     }
@@ -158,17 +158,15 @@ impl<'l, 'a> SendAhead<'l, 'a> {
         walk: &mut Walk<'_>,
     ) -> Following {
         match self.page_loop.next_framed(framed, &mut walk.record) {
-            Ok(p) if u64::from(p.page.index) < PAGE_COUNT.max => {
-                match self.send(p, None, Some(current.id), walk) {
-                    Ok(sent) => Following::Sent(Box::new(sent)),
-                    Err(unsent) => {
-                        let (p, why) = *unsent;
-                        tracing::debug!("page {} is not sent ahead: {why:?}", p.page.index);
-                        Following::Held(Ok(p))
-                    }
+            Ok(p) => match self.send(p, Some(current.id), walk) {
+                Ok(sent) => Following::Sent(Box::new(sent)),
+                Err(unsent) => {
+                    let (p, why) = *unsent;
+                    tracing::debug!("page {} is not sent ahead: {why:?}", p.page.index);
+                    Following::Held(Ok(p))
                 }
-            }
-            other => Following::Held(other),
+            },
+            Err(unframed) => Following::Held(Err(unframed)),
         }
     }
 
@@ -176,19 +174,10 @@ impl<'l, 'a> SendAhead<'l, 'a> {
     /// it cannot be sent.
     fn send_now(&mut self, prepared: Prepared, walk: &mut Walk<'_>) -> Result<Sent, RunError> {
         let at = At::of(&prepared.page);
-        if u64::from(at.index) >= PAGE_COUNT.max {
-            return Err(at.fail(&mut walk.record, too_many_pages()));
-        }
-        let state = serde_json::to_string(&walk.state)
-            .map_err(|e| RunError::internal("encode", e.to_string()))?;
-        self.send(prepared, Some(&state), None, walk)
-            .map_err(|unsent| {
-                let (_, e) = *unsent;
-                walk.record.page_count = at.index + 1;
-                let bound = self.page_loop.module.limits.log_bytes;
-                let e = self.partition.error(e, at).into_error(walk.log, bound);
-                at.fail(&mut walk.record, e)
-            })
+        self.send(prepared, None, walk).map_err(|unsent| {
+            let PartitionError(e, log) = self.partition.error(unsent.1, at);
+            walk.record_failure(at, e, log)
+        })
     }
 
     /// Reads the reply to `current` and records its call: the reply and when it arrived. A
@@ -199,7 +188,6 @@ impl<'l, 'a> SendAhead<'l, 'a> {
         walk: &mut Walk<'_>,
     ) -> Result<(Reply, Instant), RunError> {
         let at = current.at();
-        let bound = self.page_loop.module.limits.log_bytes;
         // A page that took the worker's kept state must name the state the host holds.
         let expected = current
             .takes_kept_state
@@ -213,46 +201,56 @@ impl<'l, 'a> SendAhead<'l, 'a> {
             .lease
             .receive(current.id, &current.call, expected.as_deref());
         let arrived = Instant::now();
-        walk.record.page_count = at.index + 1;
         let mut reply = match reply {
             Ok(reply) => reply,
             Err(e) => {
-                let e = self.partition.error(e, at).into_error(walk.log, bound);
-                return Err(at.fail(&mut walk.record, e));
+                let PartitionError(e, log) = self.partition.error(e, at);
+                return Err(walk.record_failure(at, e, log));
             }
         };
-        walk.record.timings.call_ms += ms(arrived.duration_since(current.since));
-        walk.record.timings.engine_ms += ms(reply.engine_time);
-        walk.log.absorb(std::mem::take(&mut reply.log), bound);
+        let log = std::mem::take(&mut reply.log);
+        walk.record_call(
+            at,
+            arrived.duration_since(current.since),
+            reply.engine_time,
+            log,
+        );
         Ok((reply, arrived))
     }
 
-    /// Sends a page on the partition's worker: with `state`, or taking the state the worker
-    /// keeps from the call `state_from`. The page comes back, with why, when it was not sent.
+    /// Sends a page on the partition's worker: with the host's state, or taking the state the
+    /// worker keeps from the call `state_from`. The page comes back, with why, when it was not
+    /// sent.
     fn send(
         &mut self,
         prepared: Prepared,
-        state: Option<&str>,
         state_from: Option<u64>,
         walk: &Walk<'_>,
     ) -> Result<Sent, Box<(Prepared, LeaseError)>> {
+        let beside = match state_from {
+            Some(_) => Beside::KeptState,
+            None => Beside::State(&walk.state),
+        };
+        let meta = match prepared.meta.encode(beside) {
+            Ok(meta) => meta,
+            Err(e) => {
+                let failure =
+                    runx_worker::Failure::new(runx_worker::FailureCode::Internal, e.message);
+                return Err(Box::new((prepared, LeaseError::Failed(failure.into()))));
+            }
+        };
         let Prepared {
             page,
-            meta_prefix,
+            meta: page_meta,
             records,
         } = prepared;
-        let mut meta = meta_prefix.clone();
-        if let Some(state) = state {
-            meta.push_str(state);
-            meta.push('}');
-        }
         // What the pages before it left of the console bound is known here up to the page
         // before the one still running; the run's log keeps the same lines either way (see
         // `ConsoleLog::absorb`).
         let call = self.partition.page_call(
             self.page_loop,
             PagePayload {
-                meta: meta.into_bytes(),
+                meta,
                 records,
                 keep_state: !page.eof,
                 state_from,
@@ -264,7 +262,7 @@ impl<'l, 'a> SendAhead<'l, 'a> {
             id: 0,
             call,
             page,
-            meta_prefix,
+            meta: page_meta,
             takes_kept_state: state_from.is_some(),
             since: Instant::now(),
         };

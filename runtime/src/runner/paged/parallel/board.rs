@@ -10,8 +10,10 @@
 
 use super::super::page::{At, Framed, Unframed};
 use super::super::queue::ConsumerGuard;
+use super::super::runx_page::PageMeta;
 use crate::failure::{FailureKind, RunError};
 use runx_worker::{CancelToken, ConsoleLog};
+use serde_json::value::RawValue;
 use std::collections::BTreeMap;
 use std::sync::{Condvar, Mutex, MutexGuard};
 use std::time::Duration;
@@ -26,8 +28,8 @@ pub(super) struct Mapped {
     pub eof: bool,
     /// The page's `next_offset`: the source bytes covered once it is folded.
     pub covered: u64,
-    /// The page metadata up to its state (see `PageLoop::prepare`), for the fold.
-    pub meta_prefix: String,
+    /// The page's metadata, for the fold.
+    pub meta: PageMeta,
     /// The time its framing took.
     pub framing: Duration,
     pub outcome: MapOutcome,
@@ -37,7 +39,7 @@ pub(super) struct Mapped {
 pub(super) enum MapOutcome {
     /// The page's result, as JSON text, with its call and engine times and its console log.
     Result {
-        output: Vec<u8>,
+        output: Box<RawValue>,
         call: Duration,
         engine: Duration,
         log: ConsoleLog,

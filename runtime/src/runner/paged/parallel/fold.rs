@@ -5,11 +5,13 @@
 
 use super::super::page::{At, Settled, Walk, ms};
 use super::super::page_loop::PageLoop;
-use super::super::partition::{Partition, Take};
+use super::super::partition::{Partition, PartitionError, Take};
+use super::super::runx_page::PageMeta;
 use super::board::{Board, MapOutcome, Slot};
 use crate::failure::RunError;
-use runx_worker::Reply;
+use runx_worker::{ConsoleLog, Reply};
 use serde_json::Value;
+use serde_json::value::RawValue;
 use std::time::Instant;
 
 /// The fold of one run.
@@ -33,7 +35,6 @@ impl Fold<'_, '_> {
         board: &Board<'_>,
         walk: &mut Walk<'_>,
     ) -> Result<Value, RunError> {
-        let bound = self.page_loop.module.limits.log_bytes;
         let mut seq = 0u32;
         loop {
             let mapped = match board.take(seq, self.page_loop.cancel)? {
@@ -46,12 +47,10 @@ impl Fold<'_, '_> {
             seq += 1;
             let at = mapped.at;
             walk.record.timings.framing_ms += ms(mapped.framing);
-            walk.record.page_count = at.index + 1;
             let result = match mapped.outcome {
                 MapOutcome::Failed { error, log } => {
-                    walk.log.absorb(log, bound);
                     let error = error.context(format_args!("map `{}`", self.map));
-                    return Err(at.fail(&mut walk.record, error));
+                    return Err(walk.record_failure(at, error, log));
                 }
                 MapOutcome::Result {
                     output,
@@ -59,15 +58,11 @@ impl Fold<'_, '_> {
                     engine,
                     log,
                 } => {
-                    walk.record.timings.call_ms += ms(call);
-                    walk.record.timings.engine_ms += ms(engine);
-                    walk.log.absorb(log, bound);
+                    walk.record_call(at, call, engine, log);
                     output
                 }
             };
-            let reply = self
-                .call(&mapped.meta_prefix, &result, at, walk)
-                .map_err(|e| at.fail(&mut walk.record, e))?;
+            let reply = self.call(&mapped.meta, &result, at, walk)?;
             let settled = self.page_loop.settle_page(
                 &reply,
                 at,
@@ -86,20 +81,19 @@ impl Fold<'_, '_> {
     /// map result, on the fold's worker.
     fn call(
         &mut self,
-        meta_prefix: &str,
-        result: &[u8],
+        meta: &PageMeta,
+        result: &RawValue,
         at: At,
         walk: &mut Walk<'_>,
     ) -> Result<Reply, RunError> {
         let page_loop = self.page_loop;
-        let state = serde_json::to_vec(&walk.state)
-            .map_err(|e| RunError::internal("encode", e.to_string()))?;
-        let bound = page_loop.module.limits.log_bytes;
-        let input = fold_input(&page_loop.base, meta_prefix, &state, result)?;
+        let input = meta.fold_input(&page_loop.inputs, &walk.state, result)?;
         let fold = |e: RunError| e.context(format_args!("fold `{}`", self.fold));
         if self.partition.is_none() {
-            let taken = Partition::take(page_loop, self.index, Take::Own).map_err(fold)?;
-            self.partition = Some(taken);
+            match Partition::take(page_loop, self.index, Take::Own) {
+                Ok(taken) => self.partition = Some(taken),
+                Err(e) => return Err(walk.record_failure(at, fold(e), ConsoleLog::default())),
+            }
         }
         let Some(partition) = self.partition.as_mut() else {
             return Err(RunError::internal("partition", "the fold has no worker"));
@@ -109,66 +103,13 @@ impl Fold<'_, '_> {
         // call left on its worker (V8: its isolate; with `pages.module: partition`, the module).
         call.run = Some(partition.run);
         let started = Instant::now();
-        let reply = partition.call(&call, at);
-        walk.record.timings.call_ms += ms(started.elapsed());
-        match reply {
+        match partition.call(&call, at) {
             Ok(mut reply) => {
-                walk.record.timings.engine_ms += ms(reply.engine_time);
-                walk.log.absorb(std::mem::take(&mut reply.log), bound);
+                let log = std::mem::take(&mut reply.log);
+                walk.record_call(at, started.elapsed(), reply.engine_time, log);
                 Ok(reply)
             }
-            Err(e) => Err(fold(e.into_error(walk.log, bound))),
+            Err(PartitionError(e, log)) => Err(walk.record_failure(at, fold(e), log)),
         }
-    }
-}
-
-/// The fold's input: the run's inputs (`base`, a JSON object as serde_json writes it) with
-/// `runx_page` = the page's metadata (`meta_prefix` ends with `"state":`), `state`, and
-/// `result`, the map's JSON text as it came (checked JSON, never parsed and re-encoded).
-fn fold_input(
-    base: &[u8],
-    meta_prefix: &str,
-    state: &[u8],
-    result: &[u8],
-) -> Result<Vec<u8>, RunError> {
-    let Some(open) = base.strip_suffix(b"}") else {
-        return Err(RunError::internal(
-            "encode",
-            "the inputs are not a JSON object",
-        ));
-    };
-    let mut input =
-        Vec::with_capacity(base.len() + meta_prefix.len() + state.len() + result.len() + 32);
-    input.extend_from_slice(open);
-    if open != b"{" {
-        input.push(b',');
-    }
-    input.extend_from_slice(b"\"runx_page\":");
-    input.extend_from_slice(meta_prefix.as_bytes());
-    input.extend_from_slice(state);
-    input.extend_from_slice(b",\"result\":");
-    input.extend_from_slice(result);
-    input.extend_from_slice(b"}}");
-    Ok(input)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use serde_json::json;
-
-    #[test]
-    fn the_fold_input_is_the_inputs_with_runx_page() {
-        let meta = r#"{"page_index":2,"eof":false,"state":"#;
-        let input = fold_input(br#"{"k":1}"#, meta, b"[1]", br#"{"n":3}"#).unwrap();
-        let v: Value = serde_json::from_slice(&input).unwrap();
-        assert_eq!(
-            v,
-            json!({"k": 1, "runx_page": {"page_index": 2, "eof": false, "state": [1], "result": {"n": 3}}})
-        );
-        let input = fold_input(b"{}", meta, b"null", b"7").unwrap();
-        let v: Value = serde_json::from_slice(&input).unwrap();
-        assert_eq!(v["runx_page"]["result"], 7);
-        assert!(v["runx_page"]["state"].is_null());
     }
 }

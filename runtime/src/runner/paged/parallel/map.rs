@@ -3,12 +3,14 @@
 //! and posts the result for the fold.
 
 use super::super::page::{At, Prepared, Unframed};
-use super::super::page_loop::{PageLoop, too_many_pages};
+use super::super::page_loop::PageLoop;
 use super::super::partition::{Partition, PartitionError, Take};
+use super::super::runx_page::Beside;
 use super::board::{Board, MapOutcome, Mapped, MapperLeaves, Slot};
 use crate::failure::{FailureKind, RunError};
-use runx_profile::{PAGE_COUNT, STATE_BYTES};
+use runx_profile::STATE_BYTES;
 use runx_worker::{ConsoleLog, PagePayload, PageRecords, Reply};
+use serde_json::value::RawValue;
 use std::sync::mpsc::Sender;
 use std::time::Instant;
 
@@ -98,24 +100,19 @@ fn map_page(
 ) -> Mapped {
     let at = At::of(&prepared.page);
     let (eof, covered) = (prepared.page.eof, prepared.page.next_offset);
-    let meta_prefix = prepared.meta_prefix;
+    let page_meta = prepared.meta;
+    let meta = page_meta.encode(Beside::Nothing);
     let mapped = |outcome| Mapped {
         at,
         eof,
         covered,
-        meta_prefix: meta_prefix.clone(),
+        meta: page_meta,
         framing,
         outcome,
     };
-    if u64::from(at.index) >= PAGE_COUNT.max {
-        return mapped(MapOutcome::Failed {
-            error: too_many_pages(),
-            log: ConsoleLog::default(),
-        });
-    }
-    let partition = match partition {
-        Ok(partition) => partition,
-        Err(error) => {
+    let (partition, meta) = match (partition, meta) {
+        (Ok(partition), Ok(meta)) => (partition, meta),
+        (Err(error), _) | (_, Err(error)) => {
             return mapped(MapOutcome::Failed {
                 error,
                 log: ConsoleLog::default(),
@@ -125,7 +122,7 @@ fn map_page(
     let mut call = partition.page_call(
         page_loop,
         PagePayload {
-            meta: stateless_meta(&meta_prefix),
+            meta,
             records: prepared.records,
             keep_state: false,
             state_from: None,
@@ -145,8 +142,8 @@ fn map_page(
     }
     let outcome = match reply {
         Ok(mut reply) => match check_result(&reply) {
-            Ok(()) => MapOutcome::Result {
-                output: std::mem::take(&mut reply.output),
+            Ok(output) => MapOutcome::Result {
+                output,
                 call: took,
                 engine: reply.engine_time,
                 log: std::mem::take(&mut reply.log),
@@ -161,22 +158,10 @@ fn map_page(
     mapped(outcome)
 }
 
-/// The page metadata a map call sees: the page's `runx_page` without `state` (a page's map
-/// depends on its own records only).
-fn stateless_meta(meta_prefix: &str) -> Vec<u8> {
-    let head = meta_prefix
-        .strip_suffix(super::super::page::STATE_KEY)
-        .unwrap_or(meta_prefix);
-    let mut meta = Vec::with_capacity(head.len() + 1);
-    meta.extend_from_slice(head.as_bytes());
-    meta.push(b'}');
-    meta
-}
-
 /// A map result passes to the fold inside its input: it must be JSON and, like a state carried
 /// between pages, at most [`STATE_BYTES`].
-fn check_result(reply: &Reply) -> Result<(), RunError> {
-    serde_json::from_slice::<serde::de::IgnoredAny>(&reply.output)
+fn check_result(reply: &Reply) -> Result<Box<RawValue>, RunError> {
+    let output = serde_json::from_slice::<Box<RawValue>>(&reply.output)
         .map_err(|e| RunError::new(FailureKind::OutputRejected, "invalid_json", e.to_string()))?;
     let len = reply.output.len() as u64;
     if len > STATE_BYTES.max {
@@ -188,18 +173,5 @@ fn check_result(reply: &Reply) -> Result<(), RunError> {
             ),
         ));
     }
-    Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_map_sees_no_state() {
-        let meta = stateless_meta(r#"{"page_index":0,"eof":true,"state":"#);
-        assert_eq!(meta, br#"{"page_index":0,"eof":true}"#);
-        let v: serde_json::Value = serde_json::from_slice(&meta).unwrap();
-        assert!(v.get("state").is_none());
-    }
+    Ok(output)
 }
