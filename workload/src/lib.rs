@@ -37,7 +37,7 @@ pub use memory::{
 };
 pub use pages::{
     AGGREGATE_MODULE, ARCHIVE_PREFIX, ArchiveInfo, Bench, PAGE_SIZES, PagesRun, TimeSplit, archive,
-    map_fold_runner_name, runner_name, write_archive, write_package,
+    kept, map_fold_runner_name, runner_name, write_archive, write_package,
 };
 pub use procfs::{children_of, proc_status_kib, status_field_kib};
 pub use stats::{Stats, growth_exponent, stats};

@@ -130,37 +130,65 @@ pub fn archive(bytes: usize) -> (Vec<u8>, usize) {
     (out, info.records as usize)
 }
 
-/// The runner of the throughput package for `page_bytes`.
+/// The runner of the throughput package for `page_bytes`: sequential, a module per page.
 pub fn runner_name(page_bytes: usize) -> String {
     format!("pages_{page_bytes}")
 }
 
 /// The map/fold runner of the throughput package for `page_bytes`: the same aggregate, its
-/// pages mapped on as many workers as the pool has.
-pub fn map_fold_runner_name(page_bytes: usize) -> String {
-    format!("map_fold_{page_bytes}")
+/// pages mapped in `workers` partitions, a module per page.
+pub fn map_fold_runner_name(page_bytes: usize, workers: usize) -> String {
+    format!("map_fold_{page_bytes}_{workers}")
+}
+
+/// The same runner as `name` with its module kept per partition (`pages.module: partition`).
+pub fn kept(name: &str) -> String {
+    format!("{name}_kept")
 }
 
 /// Writes the throughput package into `dir`: `main.mjs` ([`AGGREGATE_MODULE`]) and `X.yaml`
-/// with a paged runner and a map/fold runner per page size (see [`runner_name`] and
-/// [`map_fold_runner_name`]) and a `trivial` runner.
-pub fn write_package(dir: &Path, page_sizes: &[usize]) -> std::io::Result<()> {
+/// with, per page size, a sequential runner ([`runner_name`]) and a map/fold runner for each
+/// of `workers` ([`map_fold_runner_name`]), each also with its module kept per partition
+/// ([`kept`]), and a `trivial` runner.
+pub fn write_package(dir: &Path, page_sizes: &[usize], workers: &[usize]) -> std::io::Result<()> {
     std::fs::create_dir_all(dir)?;
     std::fs::write(dir.join("main.mjs"), AGGREGATE_MODULE)?;
     let mut yaml = String::from(
         "skill: runx-bench\nversion: '1'\nrunners:\n  trivial:\n    type: javascript\n    module: main.mjs\n    export: trivial\n",
     );
+    let runner = |name: &str, export: &str, pages: &str| {
+        format!(
+            "  {name}:\n    type: javascript\n    module: main.mjs\n{export}    timeout_seconds: 30\n    inputs: {{ archive_file: {{ type: string }}, archive_base: {{ type: string, default: workspace }} }}\n    outputs: {{ records: integer }}\n    pages: {{ path_from: archive_file, path_scope_from: archive_base, {pages} }}\n"
+        )
+    };
     for &bytes in page_sizes {
-        yaml.push_str(&format!(
-            "  {}:\n    type: javascript\n    module: main.mjs\n    export: page\n    timeout_seconds: 30\n    inputs: {{ archive_file: {{ type: string }}, archive_base: {{ type: string, default: workspace }} }}\n    outputs: {{ records: integer }}\n    pages: {{ path_from: archive_file, path_scope_from: archive_base, page_bytes: {bytes} }}\n",
-            runner_name(bytes)
-        ));
-        yaml.push_str(&format!(
-            "  {}:\n    type: javascript\n    module: main.mjs\n    timeout_seconds: 30\n    inputs: {{ archive_file: {{ type: string }}, archive_base: {{ type: string, default: workspace }} }}\n    outputs: {{ records: integer }}\n    pages: {{ path_from: archive_file, path_scope_from: archive_base, page_bytes: {bytes}, map: mapPage, fold: foldPages }}\n",
-            map_fold_runner_name(bytes)
-        ));
+        let mut shapes = vec![(
+            runner_name(bytes),
+            "    export: page\n",
+            format!("page_bytes: {bytes}"),
+        )];
+        for &n in workers {
+            shapes.push((
+                map_fold_runner_name(bytes, n),
+                "",
+                format!("page_bytes: {bytes}, map: mapPage, fold: foldPages, workers: {n}"),
+            ));
+        }
+        for (name, export, pages) in shapes {
+            yaml.push_str(&runner(&name, export, &pages));
+            yaml.push_str(&runner(
+                &kept(&name),
+                export,
+                &format!("{pages}, module: partition"),
+            ));
+        }
     }
     std::fs::write(dir.join("X.yaml"), yaml)
+}
+
+/// `name`, or its variant with the module kept per partition.
+fn variant(name: String, kept_module: bool) -> String {
+    if kept_module { kept(&name) } else { name }
 }
 
 /// Where the wall time of a paged run went, in milliseconds.
@@ -252,25 +280,31 @@ pub struct Bench {
 }
 
 impl Bench {
-    /// Runs the paged runner for `page_bytes` once over the archive.
+    /// Runs the paged runner for `page_bytes` once over the archive (its module kept per
+    /// partition if `kept`).
     pub fn run_pages(
         &self,
         rt: &Runtime,
         page_bytes: usize,
+        kept: bool,
         progress: Option<ProgressSink>,
     ) -> Result<PagesRun, RunError> {
-        self.run_runner(rt, &runner_name(page_bytes), progress)
+        self.run_runner(rt, &variant(runner_name(page_bytes), kept), progress)
     }
 
-    /// Runs the map/fold runner for `page_bytes` once over the archive, on as many workers as
-    /// `rt`'s pool has.
+    /// Runs the map/fold runner for `page_bytes` in `workers` partitions once over the
+    /// archive (its module kept per partition if `kept`); the package must have been written
+    /// with `workers` among its map/fold runners.
     pub fn run_map_fold(
         &self,
         rt: &Runtime,
         page_bytes: usize,
+        workers: usize,
+        kept: bool,
         progress: Option<ProgressSink>,
     ) -> Result<PagesRun, RunError> {
-        self.run_runner(rt, &map_fold_runner_name(page_bytes), progress)
+        let name = variant(map_fold_runner_name(page_bytes, workers), kept);
+        self.run_runner(rt, &name, progress)
     }
 
     fn run_runner(

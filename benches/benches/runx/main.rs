@@ -92,7 +92,7 @@ fn main() {
     );
     let ws = std::env::temp_dir().join(format!("runx-bench-{}", std::process::id()));
     let pkg = ws.join("pkg");
-    if let Err(e) = runx_workload::write_package(&pkg, &runx_workload::PAGE_SIZES)
+    if let Err(e) = runx_workload::write_package(&pkg, &runx_workload::PAGE_SIZES, &[workers])
         .and_then(|()| node::write_node_script(&ws))
     {
         println!(

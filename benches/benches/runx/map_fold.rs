@@ -1,6 +1,7 @@
 //! Map/fold against sequential, and against Node.js: the workload's aggregate as runx's
-//! sequential runner (`page`) and its map/fold runner (`mapPage`, `foldPages` on N workers)
-//! for every engine, beside Node.js running the same exports over the same pages in one
+//! sequential runner (`page`) and its map/fold runner (`mapPage`, `foldPages` in N partitions)
+//! for every engine, each with a module per page and with its module kept per partition
+//! (`pages.module: partition`), beside Node.js running the same exports over the same pages in one
 //! thread and on N `worker_threads`. Every variant runs once per round, the order turning
 //! from round to round, so each ratio pairs runs made under the same load; every answer must
 //! be the same bytes.
@@ -20,10 +21,13 @@ pub const PAGE: usize = 1 << 20;
 /// What runs in one variant.
 #[derive(Clone, Copy)]
 enum Runner<'a> {
-    /// runx on `engine`: the sequential runner (pool of 1) or the map/fold runner (pool of N).
+    /// runx on `engine`: the sequential runner (pool of 1) or the map/fold runner (pool of N,
+    /// N partitions), its module per page or kept per partition.
     Runx {
         rt: &'a Runtime,
         map_fold: bool,
+        kept: bool,
+        workers: usize,
     },
     Node(NodeMode),
 }
@@ -56,11 +60,16 @@ struct Outcome {
 impl Variant<'_> {
     fn run(&self, bench: &Bench, ws: &Path) -> Result<Outcome, String> {
         match self.runner {
-            Runner::Runx { rt, map_fold } => {
+            Runner::Runx {
+                rt,
+                map_fold,
+                kept,
+                workers,
+            } => {
                 let run = if map_fold {
-                    bench.run_map_fold(rt, PAGE, None)
+                    bench.run_map_fold(rt, PAGE, workers, kept, None)
                 } else {
-                    bench.run_pages(rt, PAGE, None)
+                    bench.run_pages(rt, PAGE, kept, None)
                 }
                 .map_err(|e| format!("{}/{}: {}", e.kind, e.code, e.message))?;
                 Ok(Outcome {
@@ -124,6 +133,20 @@ pub struct EngineRow {
     pub bound: Option<f64>,
     /// Map/fold over Node.js's worker_threads.
     pub vs_node: Option<f64>,
+    /// The same with the module kept per partition.
+    pub kept: KeptRow,
+}
+
+/// One engine's figures with the module kept per partition.
+pub struct KeptRow {
+    pub sequential: f64,
+    pub map_fold: f64,
+    /// Kept map/fold over kept sequential.
+    pub speedup: f64,
+    /// Kept map/fold over map/fold with a module per page.
+    pub over_per_page: f64,
+    /// Kept map/fold over Node.js's worker_threads.
+    pub vs_node: Option<f64>,
 }
 
 /// Node.js's figures, as [`EngineRow`]'s.
@@ -172,14 +195,29 @@ pub fn compare(setup: &Setup<'_>) -> Option<MapFoldRow> {
         .collect();
     let mut variants = Vec::new();
     for ((seq, par), engine) in runtimes.iter().zip(setup.engines) {
-        for (rt, map_fold) in [(seq, false), (par, true)] {
-            let label = if map_fold {
-                format!("runx {engine} map/fold, {n} workers")
+        for (rt, map_fold, kept) in [
+            (seq, false, false),
+            (par, true, false),
+            (seq, false, true),
+            (par, true, true),
+        ] {
+            let module = if kept {
+                "module per partition"
             } else {
-                format!("runx {engine} sequential")
+                "module per page"
+            };
+            let label = if map_fold {
+                format!("runx {engine} map/fold, {n} partitions, {module}")
+            } else {
+                format!("runx {engine} sequential, {module}")
             };
             variants.push(Variant {
-                runner: Runner::Runx { rt, map_fold },
+                runner: Runner::Runx {
+                    rt,
+                    map_fold,
+                    kept,
+                    workers: n,
+                },
                 label,
                 times: Vec::new(),
                 starts: Vec::new(),
@@ -298,7 +336,7 @@ pub fn compare(setup: &Setup<'_>) -> Option<MapFoldRow> {
         r[r.len() / 2]
     };
     let rate = |i: usize| mb / variants[i].median().as_secs_f64();
-    let node_base = setup.engines.len() * 2;
+    let node_base = setup.engines.len() * 4;
     let node_threads = setup.node.map(|_| node_base + 2);
     let mut engines = Vec::new();
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get()) as f64;
@@ -318,8 +356,22 @@ pub fn compare(setup: &Setup<'_>) -> Option<MapFoldRow> {
         b.get(b.len() / 2).copied()
     };
     for (e, name) in setup.engines.iter().enumerate() {
-        let (seq, par) = (2 * e, 2 * e + 1);
+        let (seq, par, kept_seq, kept_par) = (4 * e, 4 * e + 1, 4 * e + 2, 4 * e + 3);
         let vs_node = node_threads.map(|t| paired(par, t));
+        let kept = KeptRow {
+            sequential: rate(kept_seq),
+            map_fold: rate(kept_par),
+            speedup: paired(kept_par, kept_seq),
+            over_per_page: paired(kept_par, par),
+            vs_node: node_threads.map(|t| paired(kept_par, t)),
+        };
+        println!(
+            "    {name}, module kept per partition: map/fold / sequential {:.2}x; map/fold kept / per page {:.2}x, sequential kept / per page {:.2}x; map/fold / Node.js worker_threads {}x",
+            kept.speedup,
+            kept.over_per_page,
+            paired(kept_seq, seq),
+            num_ratio(kept.vs_node)
+        );
         println!(
             "    {name}: map/fold / sequential {:.2}x (its CPU time spread over {cores} cores allows at most {}x); map/fold / Node.js worker_threads {}x (medians of ratios paired by round)",
             paired(par, seq),
@@ -333,6 +385,7 @@ pub fn compare(setup: &Setup<'_>) -> Option<MapFoldRow> {
             speedup: paired(par, seq),
             bound: bound(seq, par),
             vs_node,
+            kept,
         });
     }
     let node = node_threads.map(|t| {
@@ -390,14 +443,14 @@ pub fn summary(rows: &[(u64, &MapFoldRow)], node: Option<&str>) {
     }
     let node = node.unwrap_or("(absent)");
     println!(
-        "\n| archive | pages | workers | engine | sequential MB/s | map/fold MB/s | map/fold / sequential | at most, with its CPU time on every core | Node.js {node} one thread MB/s | Node.js map/fold one thread MB/s | Node.js worker_threads MB/s | Node.js worker_threads / one thread | runx map/fold / Node.js worker_threads | load average (1 min) before → after |"
+        "\n| archive | pages | partitions | engine | sequential MB/s | map/fold MB/s | map/fold / sequential | at most, with its CPU time on every core | kept: sequential MB/s | kept: map/fold MB/s | kept: map/fold / sequential | kept map/fold / per-page map/fold | Node.js {node} one thread MB/s | Node.js map/fold one thread MB/s | Node.js worker_threads MB/s | Node.js worker_threads / one thread | runx map/fold / Node.js worker_threads | kept: runx map/fold / Node.js worker_threads | load average (1 min) before → after |"
     );
-    println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|");
+    println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|");
     let num = |v: Option<f64>| v.map_or("–".to_string(), |v| format!("{v:.1}"));
     for (size, r) in rows {
         for e in &r.engines {
             println!(
-                "| {size} MiB | {} | {} | {} | {:.1} | {:.1} | {:.2}x | {}x | {} | {} | {} | {} | {} | {:.2} → {:.2} |",
+                "| {size} MiB | {} | {} | {} | {:.1} | {:.1} | {:.2}x | {}x | {:.1} | {:.1} | {:.2}x | {:.2}x | {} | {} | {} | {} | {} | {} | {:.2} → {:.2} |",
                 r.pages,
                 r.workers,
                 e.name,
@@ -405,11 +458,16 @@ pub fn summary(rows: &[(u64, &MapFoldRow)], node: Option<&str>) {
                 e.map_fold,
                 e.speedup,
                 num_ratio(e.bound),
+                e.kept.sequential,
+                e.kept.map_fold,
+                e.kept.speedup,
+                e.kept.over_per_page,
                 num(r.node.map(|n| n.page)),
                 num(r.node.map(|n| n.map_fold)),
                 num(r.node.map(|n| n.threads)),
                 num_ratio(r.node.map(|n| n.speedup)),
                 num_ratio(e.vs_node),
+                num_ratio(e.kept.vs_node),
                 r.load.0,
                 r.load.1,
             );

@@ -216,7 +216,7 @@ fn paged_cell(
         if alone_first {
             alone_round(&mut alone, &mut alone_times, records, name);
         }
-        match bench.run_pages(rt, page_bytes, None) {
+        match bench.run_pages(rt, page_bytes, false, None) {
             Ok(r) if r.records == records as u64 => runs.push(r),
             Ok(r) => {
                 println!(

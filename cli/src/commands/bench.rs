@@ -45,6 +45,10 @@ struct PagesArgs {
     /// of N workers, after each sequential cell, and print its speedup over it.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..=16))]
     parallel: Option<u16>,
+    /// How long the runners' module instance lives: `page` (a fresh one per page, the
+    /// default) or `partition` (one per partition, `pages.module: partition`).
+    #[arg(long, value_name = "LIFETIME", default_value = "page", value_parser = ["page", "partition"])]
+    module: String,
 }
 
 /// Parses `256MiB`, `1MiB`, `512KiB`, `1GiB`, `4096B` or plain bytes (units are
@@ -232,7 +236,9 @@ fn measure(
         package: dir.path().join("pkg"),
         archive: "archive.js".to_string(),
     };
-    runx_workload::write_package(&bench.package, &page_usizes)
+    let workers: Vec<usize> = args.parallel.map(usize::from).into_iter().collect();
+    let kept = args.module == "partition";
+    runx_workload::write_package(&bench.package, &page_usizes, &workers)
         .map_err(|e| format!("cannot write the bench package: {e}"))?;
     // The map/fold cells run on a pool of their own size; its workers die with runx.
     let parallel = args.parallel.map(|n| {
@@ -257,7 +263,7 @@ fn measure(
             for (rt, workers) in pair {
                 let mut runs = Vec::new();
                 for _ in 0..args.runs {
-                    let run = run_once(rt, &bench, size, page_bytes, workers.is_some())?;
+                    let run = run_once(rt, &bench, (size, page_bytes), workers, kept)?;
                     match &answer {
                         Some(first) if *first != run.output => {
                             return Err(format!(
@@ -316,16 +322,15 @@ fn measure(
 fn run_once(
     rt: &Runtime,
     bench: &Bench,
-    size: u64,
-    page_bytes: u64,
-    map_fold: bool,
+    (size, page_bytes): (u64, u64),
+    workers: Option<u16>,
+    kept: bool,
 ) -> Result<PagesRun, String> {
     let bar = progress::sink();
     let sink = bar.as_ref().map(|(s, _)| s.clone());
-    let result = if map_fold {
-        bench.run_map_fold(rt, page_bytes as usize, sink)
-    } else {
-        bench.run_pages(rt, page_bytes as usize, sink)
+    let result = match workers {
+        Some(n) => bench.run_map_fold(rt, page_bytes as usize, usize::from(n), kept, sink),
+        None => bench.run_pages(rt, page_bytes as usize, kept, sink),
     };
     if let Some((_, b)) = &bar {
         progress::finish(b);
