@@ -190,7 +190,8 @@ pub fn compare(setup: &Setup<'_>) -> Option<MapFoldRow> {
         .iter()
         .map(|e| {
             let rt = || Runtime::new(setup.worker.clone()).with_engine(e);
-            (rt().with_pool_size(1), rt().with_pool_size(n))
+            // A worker per partition and one for the fold, kept warm from round to round.
+            (rt().with_pool_size(1), rt().with_pool_size(n + 1))
         })
         .collect();
     let mut variants = Vec::new();

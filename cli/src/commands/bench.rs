@@ -240,10 +240,12 @@ fn measure(
     let kept = args.module == "partition";
     runx_workload::write_package(&bench.package, &page_usizes, &workers)
         .map_err(|e| format!("cannot write the bench package: {e}"))?;
-    // The map/fold cells run on a pool of their own size; its workers die with runx.
+    // The map/fold cells run on a pool of their own: a worker per partition and one for the
+    // fold, all kept warm from run to run (a smaller pool starts the rest for every run); its
+    // workers die with runx.
     let parallel = args.parallel.map(|n| {
         crate::launch::configured_runtime(Some(engine), crate::keys::Keys::default())
-            .with_pool_size(usize::from(n))
+            .with_pool_size(usize::from(n) + 1)
     });
     let cores = cores();
     let mut cells = Vec::new();

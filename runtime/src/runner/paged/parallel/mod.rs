@@ -29,7 +29,7 @@ use serde_json::Value;
 
 /// Positions each map thread may run ahead of the fold: enough that a worker rarely waits for
 /// a slow page before it, few enough that the results waiting stay small.
-const AHEAD_PER_WORKER: u32 = 2;
+const AHEAD_PER_WORKER: u32 = 4;
 
 /// Runs the pages of `page_loop` (whose export is the map) through `parallel`'s map and fold
 /// in `partitions` partitions, one map thread each.
