@@ -309,7 +309,7 @@ fn measure(
                 };
                 if !args.json {
                     if cells.is_empty() {
-                        print_header(engine, args.runs);
+                        print_header(engine, args.runs, &args.module);
                     }
                     print_row(&cell);
                 }
@@ -367,6 +367,7 @@ fn report(engine: &str, args: &PagesArgs, cells: &[Cell]) -> ExitCode {
             json!({
                 "schema": "runx.bench.pages.v1",
                 "engine": engine,
+                "module": args.module,
                 "runs": args.runs,
                 "cpus": cpus,
                 "results": cells.iter().map(Cell::to_json).collect::<Vec<_>>(),
@@ -386,9 +387,9 @@ fn cores() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get())
 }
 
-fn print_header(engine: &str, runs: u32) {
+fn print_header(engine: &str, runs: u32, module: &str) {
     outln!(
-        "engine {engine}, median of {runs} run(s); CPUs: the CPU time of runx and its workers over the wall; time split in % of the paged wall (framing overlaps the calls); peak memory of runx and its worker in MiB: non-evictable (RssAnon + shared memory) / resident"
+        "engine {engine}, module per {module}, median of {runs} run(s); CPUs: the CPU time of runx and its workers over the wall; time split in % of the paged wall (framing overlaps the calls); peak memory of runx and its worker in MiB: non-evictable (RssAnon + shared memory) / resident"
     );
     outln!(
         "{:>10} {:>8} {:>8} {:>6} {:>8} {:>11} {:>5} {:>10} {:>8} {:>10} {:>11} {:>7} {:>14}",

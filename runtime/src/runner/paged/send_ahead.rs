@@ -70,7 +70,7 @@ enum Following {
     /// The page after it, sent ahead (boxed: a sent page is ten times the size of the others).
     Sent(Box<Sent>),
     /// The page after it, to send once this one's reply is in (or why there is none).
-    Held(Result<Prepared, Unframed>),
+    Held(Box<Result<Prepared, Unframed>>),
     /// Nothing: the page is the last.
     Last,
 }
@@ -135,10 +135,10 @@ impl<'l, 'a> SendAhead<'l, 'a> {
                     sent.since = arrived;
                     *sent
                 }
-                Following::Held(Ok(held)) => self.send_now(held, walk)?,
-                Following::Held(Err(unframed)) => {
-                    return Err(unframed.into_error(&mut walk.record));
-                }
+                Following::Held(held) => match *held {
+                    Ok(held) => self.send_now(held, walk)?,
+                    Err(unframed) => return Err(unframed.into_error(&mut walk.record)),
+                },
                 Following::Last => {
                     return Err(RunError::internal(
                         "page_ahead",
@@ -163,10 +163,10 @@ impl<'l, 'a> SendAhead<'l, 'a> {
                 Err(unsent) => {
                     let (p, why) = *unsent;
                     tracing::debug!("page {} is not sent ahead: {why:?}", p.page.index);
-                    Following::Held(Ok(p))
+                    Following::Held(Box::new(Ok(p)))
                 }
             },
-            Err(unframed) => Following::Held(Err(unframed)),
+            Err(unframed) => Following::Held(Box::new(Err(unframed))),
         }
     }
 
