@@ -75,6 +75,8 @@ pub use engine::{
 pub use guest::ahead::state_digest;
 pub use guest::engines::{engine_by_name, engine_version};
 pub use guest::error::WorkerError;
+pub use guest::runx::wire::FrameError as RunxFrameError;
+pub use guest::runx::{RUNX_WORKER_ENGINE, runx_worker_main, serve_runx};
 pub use guest::sandbox::{ALLOW_NO_SECCOMP, SandboxError, SandboxOptions};
 pub use guest::session::{run_session, run_session_with};
 pub use guest::start::{

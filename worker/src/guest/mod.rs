@@ -6,6 +6,7 @@ pub(crate) mod engines;
 pub(crate) mod error;
 mod output;
 mod request;
+pub(crate) mod runx;
 pub(crate) mod sandbox;
 pub(crate) mod session;
 pub(crate) mod start;

@@ -57,7 +57,7 @@ pub fn worker_main_with_options(engine: &str, options: SandboxOptions) -> i32 {
 /// stdin between calls; a call may run for its whole wall (up to 30 s) first. A thread waits
 /// instead for the pipe to the host to break: the write end of a pipe reports an error
 /// (`POLLERR`) as soon as no reader is left, which happens the moment the host exits or dies.
-fn watch_host() {
+pub(crate) fn watch_host() {
     let spawned = std::thread::Builder::new()
         .name("runx-host-watch".to_string())
         .spawn(|| {
