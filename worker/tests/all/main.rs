@@ -35,6 +35,7 @@ mod pages;
 mod pool;
 mod protocol;
 mod repeat;
+mod runx_js_worker;
 mod sandbox;
 
 use runx_worker::{ConsoleLog, Engine, EngineCall, EngineOutput, Failure, Limits, ModuleBundle};
