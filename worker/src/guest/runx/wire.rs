@@ -26,7 +26,7 @@ pub enum FrameError {
     /// Reading or writing the pipe failed, or it ended inside a frame.
     #[error("worker frame I/O failed: {0}")]
     Io(#[from] io::Error),
-    /// The length prefix is over [`MAX_FRAME_BYTES`]; nothing of the frame was read.
+    /// The length prefix is over the 10 MiB ceiling; nothing of the frame was read.
     #[error("worker frame length {0} exceeds limit {MAX_FRAME_BYTES}")]
     TooLarge(usize),
     /// The frame is not one of the messages of this protocol.
