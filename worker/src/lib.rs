@@ -15,6 +15,8 @@
 //!   ([`worker_main`]), its confinement ([`SandboxOptions`]: descriptors, privileges, rlimits,
 //!   the seccomp allow-list) and its session, the loop that answers the host's frames
 //!   ([`run_session`]).
+//!   `runx-js-worker` ([`runx_worker_main`]) is a second worker process, the one runx 0.8.2
+//!   itself runs: runx's worker protocol (version 3) on this crate's engines and confinement.
 //! - `host/`: supervised worker processes on the host side ([`Pool`], [`WorkerCommand`],
 //!   [`Lease`]); stopping one call (its worker is killed) or everything at once
 //!   ([`CancelToken`]); the channel page descriptors travel on; collecting a bundle from a skill
