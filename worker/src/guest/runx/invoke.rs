@@ -4,9 +4,10 @@
 //! What runx's worker checks before it runs anything, in its order: the limits (each at least 1
 //! and at most runx's maximum, the heap exactly runx's), the entry module's path, the export's
 //! name, the entry's presence in the module map, the map's size as compact JSON against
-//! `source_bytes`, every module's path, then the size of `inputs` against `input_bytes`. A
-//! module's imports are not checked up front: the engine resolves each one when it links the
-//! module, inside the map or not at all (`module_rejected` either way).
+//! `source_bytes`, every module's path, then the size of `inputs` against `input_bytes` (the
+//! text's length as sent: runx sends it compact, as it measures it). A module's imports are
+//! not checked up front: the engine resolves each one when it links the module, inside the
+//! map or not at all (`module_rejected` either way).
 
 use super::wire::{Disposition, FailureReply, Invocation, InvocationLimits};
 use crate::engine::bundle::ModuleBundle;
@@ -167,7 +168,8 @@ fn check(request: &Invocation) -> Result<(), Refusal> {
         ));
     }
     request.modules.keys().try_for_each(|p| module_path(p))?;
-    let input = compact_len(request.inputs.get());
+    // runx measures its inputs printed compactly, and sends them so: the text's own length.
+    let input = request.inputs.get().len();
     if input > limits.input_bytes {
         return Err((
             "resource_limit",
@@ -207,17 +209,6 @@ fn is_identifier(name: &str) -> bool {
         .next()
         .is_some_and(|c| c.is_ascii_alphabetic() || c == '_' || c == '$')
         && chars.all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '$')
-}
-
-/// Bytes of `json` printed compactly, as runx measures inputs. runx prints them compactly
-/// itself, so this is usually the text's own length.
-fn compact_len(json: &str) -> usize {
-    if !json.bytes().any(|b| b.is_ascii_whitespace()) {
-        return json.len();
-    }
-    serde_json::from_str::<serde_json::Value>(json)
-        .and_then(|v| serde_json::to_vec(&v))
-        .map_or(json.len(), |v| v.len())
 }
 
 #[cfg(test)]
