@@ -91,7 +91,7 @@ fn cycles_on_one_instance_and_unfollowable_refs_are_refused_at_compile() {
 fn unknown_keywords_count_the_instance_and_its_children() {
     let schema = json!({"x-applies": {"anyOf": [{"type": "string"}]}});
     let n = steps(schema, &json!([1, 2, 3]));
-    assert!(n >= 1 + 4 * 2, "{n}");
+    assert!(n >= 9, "{n}");
 }
 
 #[test]

@@ -119,7 +119,7 @@ pub(crate) fn too_complex(steps: u64) -> String {
         steps.to_string()
     };
     format!(
-        "is too complex for its schema: validating it could take {steps} steps, more than the {limit} allowed (`{}`); the value nests too deep for a schema whose alternatives (`anyOf`, `oneOf`, `allOf`) each descend into it. Simplify the schema or the value",
+        "is too complex for its schema: validating it could take at least {steps} steps, more than the {limit} allowed (`{}`); the value nests too deep for a schema whose alternatives (`anyOf`, `oneOf`, `allOf`) each descend into it. Simplify the schema or the value",
         VALIDATION_STEPS.name
     )
 }
