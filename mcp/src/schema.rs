@@ -97,7 +97,10 @@ pub fn output_schema(runner: &Runner) -> Map<String, Value> {
 }
 
 fn declared_input(decl: &InputDecl) -> Map<String, Value> {
-    let value = typed(decl.ty, decl.schema.as_ref());
+    let value = typed(
+        decl.ty,
+        decl.schema.as_ref().map(runx_profile::Schema::value),
+    );
     let mut property = if decl.artifact {
         // The value itself, or an envelope whose `data` is the value (`unwrap_artifact`).
         let inner = Value::Object(value.clone());
@@ -124,7 +127,10 @@ fn declared_input(decl: &InputDecl) -> Map<String, Value> {
 }
 
 fn declared_output(decl: &OutputDecl) -> Map<String, Value> {
-    let mut property = typed(decl.ty, decl.schema.as_ref());
+    let mut property = typed(
+        decl.ty,
+        decl.schema.as_ref().map(runx_profile::Schema::value),
+    );
     if let Some(text) = &decl.description {
         property.insert("description".into(), Value::String(text.clone()));
     }

@@ -119,7 +119,10 @@ fn definitions_resolve_wherever_they_stand() {
     assert_eq!(repo.ty, ValueType::String);
     assert!(repo.required);
     assert_eq!(repo.definition.as_deref(), Some("repository"));
-    assert_eq!(repo.schema, Some(json!({"pattern": "^[a-z]+/[a-z]+$"})));
+    assert_eq!(
+        repo.schema.as_ref().map(Schema::value),
+        Some(&json!({"pattern": "^[a-z]+/[a-z]+$"}))
+    );
     assert!(p.input_definitions.contains_key("repository"));
 
     let (e, line, _) = err(&format!(
@@ -185,7 +188,7 @@ fn packets_are_found_and_enforced_as_schemas() {
     assert_eq!(packet.id, "t.v1");
     assert!(packet.file.ends_with("dist/packets/t.schema.json"));
     assert_eq!(
-        t.schema.as_ref().expect("schema")["required"],
+        t.schema.as_ref().expect("schema").value()["required"],
         json!(["id"])
     );
 
@@ -377,7 +380,10 @@ fn output_declarations_are_closed() {
     ));
     let a = &p.runners["r"].outputs["a"];
     assert!(!a.required);
-    assert_eq!(a.schema, Some(json!({"enum": ["x", "y"]})));
+    assert_eq!(
+        a.schema.as_ref().map(Schema::value),
+        Some(&json!({"enum": ["x", "y"]}))
+    );
     assert_eq!(a.wrap_as.as_deref(), Some("w"));
     let (e, line, _) = err(&format!(
         "{JS}    outputs:\n      a: {{ type: string, format: x }}\n"

@@ -11,15 +11,10 @@
 
 use serde_json::{Map, Value};
 
-use crate::decl::{ValueType, compile_schema, with_article};
+use crate::decl::{ValueType, with_article};
 use crate::model::{PathScope, RESERVED_PAGE_INPUT, Runner, RunnerKind};
 use crate::numbers::{MAX_SAFE_INTEGER, unsafe_integer};
-
-/// Most schema violations listed in one message; the rest are counted.
-const MAX_SCHEMA_ERRORS: usize = 5;
-/// Longest single schema violation text; `jsonschema` quotes the offending value, which may be
-/// large.
-const MAX_SCHEMA_ERROR_CHARS: usize = 300;
+use crate::schema::{Refusal, too_complex};
 
 /// Why a call's inputs were refused.
 #[derive(Debug, thiserror::Error)]
@@ -54,13 +49,13 @@ pub enum InputError {
         /// The first violations, with their paths.
         details: String,
     },
-    /// An input's schema cannot be compiled.
-    #[error("input `{key}` has a schema that cannot be used: {message}")]
-    BadSchema {
+    /// Validating an input against its schema could take more than `validation_steps`.
+    #[error("input `{key}` {}", too_complex(*steps))]
+    TooComplex {
         /// The input.
         key: String,
-        /// Why.
-        message: String,
+        /// The bound counted.
+        steps: u64,
     },
     /// The caller gave `runx_page` to a paged runner.
     #[error(
@@ -152,7 +147,8 @@ impl InputError {
         match self {
             InputError::Missing { .. } => "missing_input",
             InputError::WrongType { .. } => "wrong_type",
-            InputError::Schema { .. } | InputError::BadSchema { .. } => "schema",
+            InputError::Schema { .. } => "schema",
+            InputError::TooComplex { .. } => "validation_steps",
             InputError::Reserved { .. } => "reserved_input",
             InputError::EmptyArtifact { .. } => "artifact_input",
             InputError::PageInput { .. } => "page_input",
@@ -211,13 +207,13 @@ pub enum OutputError {
         /// The first violations, with their paths.
         details: String,
     },
-    /// An output's schema cannot be compiled.
-    #[error("output `{key}` has a schema that cannot be used: {message}")]
-    BadSchema {
+    /// Validating an output against its schema could take more than `validation_steps`.
+    #[error("output `{key}` {}", too_complex(*steps))]
+    TooComplex {
         /// The output.
         key: String,
-        /// Why.
-        message: String,
+        /// The bound counted.
+        steps: u64,
     },
 }
 
@@ -229,7 +225,8 @@ impl OutputError {
             OutputError::UnsafeInteger { .. } => "unsafe_integer",
             OutputError::Missing { .. } => "missing_output",
             OutputError::WrongType { .. } => "wrong_type",
-            OutputError::Schema { .. } | OutputError::BadSchema { .. } => "schema",
+            OutputError::Schema { .. } => "schema",
+            OutputError::TooComplex { .. } => "validation_steps",
         }
     }
 }
@@ -345,12 +342,12 @@ fn resolve_declared(
             });
         }
         if let Some(schema) = &decl.schema {
-            check_schema(schema, value).map_err(|e| match e {
-                SchemaFailure::Bad(message) => InputError::BadSchema {
+            schema.check(value).map_err(|e| match e {
+                Refusal::TooComplex { steps } => InputError::TooComplex {
                     key: key.clone(),
-                    message,
+                    steps,
                 },
-                SchemaFailure::Mismatch(details) => InputError::Schema {
+                Refusal::Mismatch(details) => InputError::Schema {
                     key: key.clone(),
                     details,
                 },
@@ -474,12 +471,12 @@ pub fn check_outputs(runner: &Runner, output: &Value) -> Result<(), OutputError>
             });
         }
         if let Some(schema) = &decl.schema {
-            check_schema(schema, value).map_err(|e| match e {
-                SchemaFailure::Bad(message) => OutputError::BadSchema {
+            schema.check(value).map_err(|e| match e {
+                Refusal::TooComplex { steps } => OutputError::TooComplex {
                     key: key.clone(),
-                    message,
+                    steps,
                 },
-                SchemaFailure::Mismatch(details) => OutputError::Schema {
+                Refusal::Mismatch(details) => OutputError::Schema {
                     key: key.clone(),
                     details,
                 },
@@ -487,43 +484,6 @@ pub fn check_outputs(runner: &Runner, output: &Value) -> Result<(), OutputError>
         }
     }
     Ok(())
-}
-
-enum SchemaFailure {
-    Bad(String),
-    Mismatch(String),
-}
-
-/// Validates `value`, summarising the violations as `at /path: reason; ...`.
-fn check_schema(schema: &Value, value: &Value) -> Result<(), SchemaFailure> {
-    let validator = compile_schema(schema).map_err(SchemaFailure::Bad)?;
-    let mut errors = validator.iter_errors(value);
-    let mut parts = Vec::new();
-    let mut more = 0usize;
-    for error in errors.by_ref() {
-        if parts.len() == MAX_SCHEMA_ERRORS {
-            more += 1;
-            continue;
-        }
-        let at = error.instance_path().as_str();
-        let at = if at.is_empty() { "the value" } else { at };
-        parts.push(format!("at {at}: {}", truncate(&error.to_string())));
-    }
-    if parts.is_empty() {
-        return Ok(());
-    }
-    let mut details = parts.join("; ");
-    if more > 0 {
-        details.push_str(&format!("; and {more} more"));
-    }
-    Err(SchemaFailure::Mismatch(details))
-}
-
-fn truncate(text: &str) -> String {
-    match text.char_indices().nth(MAX_SCHEMA_ERROR_CHARS) {
-        Some((cut, _)) => format!("{}…", &text[..cut]),
-        None => text.to_string(),
-    }
 }
 
 #[cfg(test)]

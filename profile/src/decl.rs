@@ -15,6 +15,7 @@ use serde::{Deserialize, Deserializer};
 use serde_json::Value;
 
 use crate::packet::{PacketFinder, PacketRef};
+use crate::schema::{Refusal, Schema, too_complex};
 
 /// A declared input.
 #[derive(Debug, Clone, PartialEq)]
@@ -28,8 +29,8 @@ pub struct InputDecl {
     /// What it is for, for people.
     pub description: Option<String>,
     /// JSON Schema for the value (a packet input's packet schema); compiled at load so a broken
-    /// schema fails early.
-    pub schema: Option<Value>,
+    /// schema fails early, and kept compiled with the profile.
+    pub schema: Option<Schema>,
     /// `artifact: true`: a value wrapped in an artifact envelope (`{data: ...}`) is unwrapped
     /// before it is checked and passed on.
     pub artifact: bool,
@@ -44,8 +45,8 @@ pub struct InputDecl {
 pub struct OutputDecl {
     /// Declared type; `any` when the declaration names none.
     pub ty: ValueType,
-    /// JSON Schema for the value (an `enum:` is folded into it).
-    pub schema: Option<Value>,
+    /// JSON Schema for the value (an `enum:` is folded into it), compiled at load.
+    pub schema: Option<Schema>,
     /// Whether the result must hold it (`required: false` makes it optional).
     pub required: bool,
     /// What it is for, for people.
@@ -254,12 +255,6 @@ struct RawOutput {
     wrap_as: Option<String>,
 }
 
-/// Compiles a schema so a broken one is reported at load, not on first use.
-pub fn compile_schema(schema: &Value) -> Result<jsonschema::Validator, String> {
-    jsonschema::validator_for(schema)
-        .map_err(|e| format!("`schema` is not a usable JSON Schema: {e}"))
-}
-
 const EMPTY_DECLARATION: &str = "the declaration is empty (YAML reads a bare `null` as nothing); write a type such as `json`, or `\"null\"` quoted for the null type";
 
 impl InputDecl {
@@ -400,7 +395,7 @@ fn build_input(mut raw: RawInput, ctx: &DeclContext<'_>) -> Result<InputDecl, St
         raw.schema = Some(schema);
         packet = Some(found);
     }
-    let validator = raw.schema.as_ref().map(compile_schema).transpose()?;
+    let schema = raw.schema.take().map(Schema::compile).transpose()?;
     if let Some(default) = &raw.default {
         if !ty.matches(default) {
             return Err(format!(
@@ -408,10 +403,14 @@ fn build_input(mut raw: RawInput, ctx: &DeclContext<'_>) -> Result<InputDecl, St
                 with_article(ValueType::describe(default))
             ));
         }
-        if let Some(validator) = &validator
-            && let Err(e) = validator.validate(default)
-        {
-            return Err(format!("`default` does not match `schema`: {e}"));
+        match schema.as_ref().map(|s| s.check(default)) {
+            Some(Err(Refusal::Mismatch(e))) => {
+                return Err(format!("`default` does not match `schema`: {e}"));
+            }
+            Some(Err(Refusal::TooComplex { steps })) => {
+                return Err(format!("`default` {}", too_complex(steps)));
+            }
+            _ => {}
         }
     }
     Ok(InputDecl {
@@ -419,7 +418,7 @@ fn build_input(mut raw: RawInput, ctx: &DeclContext<'_>) -> Result<InputDecl, St
         required: raw.required.unwrap_or(false),
         default: raw.default,
         description: raw.description,
-        schema: raw.schema,
+        schema,
         artifact: raw.artifact.unwrap_or(false),
         packet,
         definition: None,
@@ -453,9 +452,7 @@ fn build_output(raw: RawOutput) -> Result<OutputDecl, String> {
             }
         }
     }
-    if let Some(schema) = &schema {
-        compile_schema(schema)?;
-    }
+    let schema = schema.map(Schema::compile).transpose()?;
     Ok(OutputDecl {
         ty: raw.ty.unwrap_or(ValueType::Any),
         schema,

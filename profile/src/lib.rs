@@ -25,6 +25,7 @@
 //! | `parse` | reading the YAML in two passes ([`load`], [`parse()`]) |
 //! | `runner_map`, `validate` | one runner's closed set of keys; the rules for each runner's keys |
 //! | `decl`, `packet`, `template` | declared inputs and outputs; packet schemas; cli-tool argument templates |
+//! | `schema` | a declared JSON Schema compiled once, and the bound on the work of validating a value |
 //! | `contract`, `numbers` | a call's inputs resolved against the declarations, and its outputs checked; integers a JSON number carries exactly |
 //! | `limits`, `applied` | every limit once, as data; the limits that apply to one runner |
 //! | `yaml` | the nesting guard every YAML document passes before it is parsed |
@@ -51,6 +52,7 @@ mod paged;
 mod pages;
 mod parse;
 mod runner_map;
+mod schema;
 mod template;
 mod validate;
 mod yaml;
@@ -68,15 +70,15 @@ pub use applied::{AppliedLimits, limits_for, worker_limits};
 pub use contract::{
     InputError, OutputError, PageSource, Resolved, check_example, check_outputs, resolve_inputs,
 };
-pub use decl::{InputDecl, OutputDecl, ValueType, compile_schema, with_article};
+pub use decl::{InputDecl, OutputDecl, ValueType, with_article};
 pub use limits::{
     ARTIFACT_BYTES, CAPTURE_BYTES, CATALOGUE, CLI_WALL, FIXTURE_BYTES, HARNESS_SEARCH_DEPTH,
     HARNESS_SEARCH_DIRS, HEAP_BYTES, INPUT_BYTES, INPUT_INLINE, INPUTS_BYTES, INPUTS_JSON_INLINE,
     JS_WALL, KEY_FILE_BYTES, KILL_GRACE, LOG_BYTES, LimitDef, OUTPUT_BYTES, OUTPUT_DEPTH,
     PACKET_DIR_ENTRIES, PACKET_SCHEMA_BYTES, PACKET_SEARCH_DEPTH, PAGE_BYTES, PAGE_COUNT,
     PAGE_WORKERS, PRINTED_TEXT_BYTES, PROFILE_BYTES, RECEIPT_BYTES, RECEIPT_VALUES, REQUEST_VALUES,
-    RETRY_ATTEMPTS, RETRY_BACKOFF, SOURCE_BYTES, STACK_BYTES, STATE_BYTES, Unit, YAML_DEPTH, human,
-    millis,
+    RETRY_ATTEMPTS, RETRY_BACKOFF, SOURCE_BYTES, STACK_BYTES, STATE_BYTES, Unit, VALIDATION_STEPS,
+    YAML_DEPTH, human, millis,
 };
 pub use locate::{Step, locate, path as key_path};
 pub use model::{
@@ -89,6 +91,7 @@ pub use packet::{PACKET_ID_KEY, PacketRef};
 pub use parse::{load, load_with_text, parse, plain_types, read_text};
 /// The near-miss rule of every "did you mean" (from `runx-rules`).
 pub use runx_rules::{did_you_mean, nearest};
+pub use schema::Schema;
 pub use template::{Piece, pieces};
 pub use yaml::{TooDeep, check_depth};
 

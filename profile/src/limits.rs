@@ -337,8 +337,19 @@ pub const PRINTED_TEXT_BYTES: LimitDef = LimitDef::fixed(
     "the stderr (and console) text `runx skill --json` prints; the full byte count is printed beside it",
 );
 
+/// Evaluations of (subschema, value node) pairs validating one value against its declared JSON
+/// Schema may take, bounded before validation starts: a recursive `anyOf` whose branches all
+/// descend doubles the work with each level of the value, and `jsonschema` cannot be stopped
+/// once it runs.
+pub const VALIDATION_STEPS: LimitDef = LimitDef::fixed(
+    "validation_steps",
+    Unit::Count,
+    1_000_000,
+    "(subschema, value node) evaluations validating one input or output against its schema may take, counted before validating",
+);
+
 /// Every limit, for documentation and `runx skill inspect`.
-pub const CATALOGUE: [&LimitDef; 34] = [
+pub const CATALOGUE: [&LimitDef; 35] = [
     &INPUT_BYTES,
     &OUTPUT_BYTES,
     &OUTPUT_DEPTH,
@@ -373,6 +384,7 @@ pub const CATALOGUE: [&LimitDef; 34] = [
     &YAML_DEPTH,
     &FIXTURE_BYTES,
     &INPUTS_BYTES,
+    &VALIDATION_STEPS,
 ];
 
 /// A duration in whole milliseconds.

@@ -98,7 +98,10 @@ fn full_profile_parses() {
     assert!(name.required);
     assert_eq!(name.default, Some(json!("x")));
     assert_eq!(name.description.as_deref(), Some("who"));
-    assert_eq!(name.schema, Some(json!({"minLength": 1})));
+    assert_eq!(
+        name.schema.as_ref().map(crate::Schema::value),
+        Some(&json!({"minLength": 1}))
+    );
     assert_eq!(main.inputs["count"].ty, ValueType::Integer);
     assert_eq!(
         main.outputs["greeting"],

@@ -18,6 +18,7 @@ mod receipt_writes;
 mod receipts;
 mod runx_flags;
 mod sandbox;
+mod schema_bound;
 mod serve;
 mod supervision;
 

@@ -858,3 +858,26 @@ fn a_message_naming_a_key_twice_is_refused_on_both_transports() {
     child.kill().unwrap();
     child.wait().unwrap();
 }
+
+#[test]
+fn a_deep_argument_under_a_recursive_any_of_is_refused_and_the_server_goes_on() {
+    let ws = tempfile::tempdir().unwrap();
+    super::schema_bound::deep_package(ws.path(), 0);
+    let mut m = Mcp::start(ws.path(), &["deep"], &[]);
+    m.call(0, "initialize", initialize(LATEST));
+    m.notify("notifications/initialized", json!({}));
+    let tree: Value = serde_json::from_str(&super::schema_bound::nested(24)).unwrap();
+    let started = Instant::now();
+    let answer = m.tool(1, "deep.take", json!({ "tree": tree }));
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "{:?}",
+        started.elapsed()
+    );
+    let text = answer.to_string();
+    assert!(text.contains("validation_steps"), "{answer}");
+    assert_eq!(m.call(2, "ping", json!({}))["result"], json!({}));
+    let ok = m.tool(3, "deep.take", json!({ "tree": [["x"]] }));
+    assert_eq!(ok["result"]["isError"], json!(false), "{ok}");
+    assert_eq!(m.close(), 0);
+}
