@@ -41,8 +41,8 @@ struct PagesArgs {
     /// Also draw throughput (MB/s) against page size, one series per archive size, as SVG.
     #[arg(long, value_name = "FILE.svg")]
     plot: Option<PathBuf>,
-    /// Also run the same aggregate as a map/fold runner (`pages.map`, `pages.fold`) on a pool
-    /// of N workers, after each sequential cell, and print its speedup over it.
+    /// Also run the same aggregate as a map/fold runner (`pages.map`, `pages.fold`) in N
+    /// partitions, after each sequential cell, and print its speedup over it.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..=16))]
     parallel: Option<u16>,
     /// How long the runners' module instance lives: `page` (a fresh one per page, the
@@ -96,7 +96,7 @@ struct Cell {
     file_bytes: u64,
     records: u64,
     page_bytes: u64,
-    /// The map/fold runner's pool size; `None` for the sequential runner.
+    /// The map/fold runner's partitions; `None` for the sequential runner.
     workers: Option<u16>,
     /// Sorted by wall; the median is in the middle.
     runs: Vec<PagesRun>,
