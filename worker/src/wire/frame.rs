@@ -33,34 +33,37 @@ pub enum FrameError {
     Io(#[from] io::Error),
 }
 
+/// Reads into `buf` until it is full or the stream ends, retrying interrupted reads: the bytes
+/// read (fewer than `buf.len()` only at the end of the stream).
+pub(crate) fn read_full(r: &mut impl Read, buf: &mut [u8]) -> io::Result<usize> {
+    let mut got = 0;
+    while got < buf.len() {
+        match r.read(&mut buf[got..]) {
+            Ok(0) => break,
+            Ok(n) => got += n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(got)
+}
+
 /// Reads one frame. `Ok(None)` is a clean end of stream at a frame boundary.
 pub fn read_frame(r: &mut impl Read) -> Result<Option<Vec<u8>>, FrameError> {
     let mut len = [0u8; 4];
-    let mut got = 0;
-    while got < 4 {
-        match r.read(&mut len[got..]) {
-            Ok(0) if got == 0 => return Ok(None),
-            Ok(0) => return Err(FrameError::Truncated { got, expected: 4 }),
-            Ok(n) => got += n,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(e.into()),
-        }
+    match read_full(r, &mut len)? {
+        0 => return Ok(None),
+        4 => {}
+        got => return Err(FrameError::Truncated { got, expected: 4 }),
     }
     let len = u32::from_be_bytes(len) as usize;
     if len > MAX_FRAME_BYTES {
         return Err(FrameError::TooLarge(len));
     }
     let mut buf = vec![0u8; len];
-    let mut got = 0;
-    while got < len {
-        match r.read(&mut buf[got..]) {
-            Ok(0) => {
-                return Err(FrameError::Truncated { got, expected: len });
-            }
-            Ok(n) => got += n,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(e.into()),
-        }
+    let got = read_full(r, &mut buf)?;
+    if got < len {
+        return Err(FrameError::Truncated { got, expected: len });
     }
     Ok(Some(buf))
 }

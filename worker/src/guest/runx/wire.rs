@@ -222,19 +222,14 @@ impl FailureReply {
 /// Reads one frame; `None` when the input ends cleanly before a frame starts.
 pub fn read_frame(r: &mut impl Read) -> Result<Option<Vec<u8>>, FrameError> {
     let mut len = [0u8; 4];
-    let mut got = 0;
-    while got < len.len() {
-        match r.read(&mut len[got..]) {
-            Ok(0) if got == 0 => return Ok(None),
-            Ok(0) => {
-                return Err(FrameError::Io(io::Error::new(
-                    io::ErrorKind::UnexpectedEof,
-                    "the input ended inside a frame's length",
-                )));
-            }
-            Ok(n) => got += n,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(e.into()),
+    match crate::wire::frame::read_full(r, &mut len)? {
+        0 => return Ok(None),
+        4 => {}
+        _ => {
+            return Err(FrameError::Io(io::Error::new(
+                io::ErrorKind::UnexpectedEof,
+                "the input ended inside a frame's length",
+            )));
         }
     }
     let len = u32::from_be_bytes(len) as usize;
