@@ -10,6 +10,10 @@
 
 #[cfg(feature = "v8")]
 #[path = "src/engine/globals.rs"]
+#[allow(
+    dead_code,
+    reason = "the build script reads the allowed globals, not the ones the prelude installs"
+)]
 mod globals;
 
 #[cfg(feature = "v8")]

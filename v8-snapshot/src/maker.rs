@@ -22,6 +22,8 @@ pub struct Natives {
     /// The callback of every native `Math` function; a function's data is its index in
     /// [`Recipe::math`].
     pub math: v8::FunctionCallback,
+    /// The parser behind `Runx.parseUrl`, called with one string.
+    pub url: v8::FunctionCallback,
 }
 
 /// A snapshot made from a recipe.
@@ -45,6 +47,9 @@ pub fn external_references(natives: &Natives) -> Cow<'static, [v8::ExternalRefer
         v8::ExternalReference {
             function: natives.math,
         },
+        v8::ExternalReference {
+            function: natives.url,
+        },
     ])
 }
 
@@ -67,8 +72,15 @@ pub fn v8_version() -> &'static str {
 pub fn make(recipe: &Recipe<'_>, natives: &Natives) -> Result<Made, String> {
     use std::sync::{Mutex, PoisonError};
     static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
-    if natives.console as usize == natives.math as usize {
-        return Err("the console and Math natives share one address, so the snapshot could not tell them apart".to_string());
+    let addresses = [
+        natives.console as usize,
+        natives.math as usize,
+        natives.url as usize,
+    ];
+    if (1..addresses.len()).any(|i| addresses[..i].contains(&addresses[i])) {
+        return Err(
+            "two natives share one address, so the snapshot could not tell them apart".to_string(),
+        );
     }
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(PoisonError::into_inner);
     let params = v8::CreateParams::default().heap_limits(0, SNAPSHOT_HEAP_BYTES);
@@ -116,6 +128,7 @@ pub fn make_for_embedding(recipe: &Recipe<'_>) -> Option<Result<Made, String>> {
     let natives = Natives {
         console: placeholder::console,
         math: placeholder::math,
+        url: placeholder::url,
     };
     let made = make(recipe, &natives);
     Some(match placeholder::called() {
@@ -168,6 +181,7 @@ fn install_prelude<'s>(
     let charge_buffers = v8::Boolean::new(scope, true);
     // V8's own Math functions differ from QuickJS's: the prelude puts the shared ones in place.
     let math = math_functions(scope, recipe.math, natives.math)?;
+    let url = v8::Function::new_raw(scope, natives.url)?;
     let helpers = install.call(
         scope,
         undefined,
@@ -176,6 +190,7 @@ fn install_prelude<'s>(
             allowed.into(),
             charge_buffers.into(),
             math.into(),
+            url.into(),
         ],
     )?;
     v8::Local::<v8::Object>::try_from(helpers).ok()
@@ -204,7 +219,7 @@ fn math_functions<'s>(
     Some(object)
 }
 
-/// The build script's natives: two functions with different bodies (so that no compiler pass
+/// The build script's natives: functions with different bodies (so that no compiler pass
 /// folds them into one address), each recording that it was called.
 #[cfg(not(runx_v8_unlinked))]
 mod placeholder {
@@ -231,5 +246,9 @@ mod placeholder {
 
     pub(super) extern "C" fn math(_: *const v8::FunctionCallbackInfo) {
         record("Math");
+    }
+
+    pub(super) extern "C" fn url(_: *const v8::FunctionCallbackInfo) {
+        record("Runx.parseUrl");
     }
 }

@@ -27,8 +27,7 @@ pub const FLAGS: &str = "--no-js-atomics-pause --no-harmony-temporal --predictab
 
 /// The layout of a recipe's key and of what the maker does with a recipe: part of every key, so
 /// a change here refuses every blob made before it.
-const FORMAT: &str =
-    "runx-v8-snapshot/1: prelude(console, globals, charge-buffers, math); natives console, math";
+const FORMAT: &str = "runx-v8-snapshot/2: prelude(console, globals, charge-buffers, math, url); natives console, math, url";
 
 /// What a snapshot is made from: everything that decides its contents.
 #[derive(Clone, Copy, Debug)]

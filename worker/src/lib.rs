@@ -65,7 +65,7 @@ mod host;
 mod wire;
 
 pub use engine::bundle::ModuleBundle;
-pub use engine::globals::ALLOWED_GLOBALS;
+pub use engine::globals::{ALLOWED_GLOBALS, INSTALLED_GLOBALS};
 pub use engine::quickjs::QuickJs;
 #[cfg(feature = "v8")]
 pub use engine::v8::V8;

@@ -6,7 +6,8 @@
 //! Archive sizes in MiB come from `RUNX_BENCH_SIZES_MIB` (default "8,64"; the full run uses
 //! "8,64,256,512"); page sizes are 256 KiB, 1 MiB and 4 MiB (the map/fold comparison: 1 MiB,
 //! on `RUNX_BENCH_WORKERS` workers, default 2). `RUNX_BENCH_ONLY=map_fold` runs the map/fold
-//! comparison alone. Needs the release worker and, for the end-to-end and memory parts, the
+//! comparison alone, `RUNX_BENCH_ONLY=runx_worker` runx 0.8.2 on its own worker and on this
+//! one alone (`upstream`). Needs the release worker and, for the end-to-end and memory parts, the
 //! release `runx`: `cargo build --release -p runx-worker -p runx-cli`. With `--features v8`
 //! (and the worker and `runx` built with `--features runx-worker/v8,runx-cli/v8`), V8 is
 //! measured beside QuickJS and the report ends with the side-by-side tables of the dated
@@ -22,6 +23,7 @@
 //! | `memory` | peak memory of `runx skill` children |
 //! | `scaling` | growth with the archive, independent runs on growing pools |
 //! | `summary` | the markdown tables |
+//! | `upstream` | runx 0.8.2's twitter `select` graph on runx's own worker and on `runx-js-worker` |
 //! | `common` | run counts, units, the module and the engines |
 
 mod alone;
@@ -33,6 +35,7 @@ mod node;
 mod scaling;
 mod summary;
 mod throughput;
+mod upstream;
 
 use common::{ROUNDS, RUNS, bundle, ms, payload_bytes, target_bin};
 use runx_worker::{Call, Pool, PoolConfig, WorkerCommand, engines_built};
@@ -69,7 +72,14 @@ fn main() {
         .and_then(|w| w.trim().parse::<usize>().ok())
         .filter(|w| (1..=16).contains(w))
         .unwrap_or(2);
-    let only_map_fold = std::env::var("RUNX_BENCH_ONLY").is_ok_and(|o| o == "map_fold");
+    let only = std::env::var("RUNX_BENCH_ONLY").unwrap_or_default();
+    if only == "runx_worker" {
+        let ws = std::env::temp_dir().join(format!("runx-bench-{}", std::process::id()));
+        upstream::runx_on_this_worker(&ws);
+        let _ = std::fs::remove_dir_all(&ws);
+        return;
+    }
+    let only_map_fold = only == "map_fold";
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
     let engines = engines_answering(&worker);
     println!(
@@ -139,6 +149,7 @@ fn main() {
             memory::concurrency_memory(runx, &ws);
         }
         serve_overhead(runx.as_deref());
+        upstream::runx_on_this_worker(&ws);
     }
     summary::summary(&engines, &latencies, &rows, node.as_deref());
     let _ = std::fs::remove_dir_all(&ws);

@@ -71,18 +71,29 @@ pub(crate) fn v8_fatal_error() {
 /// Records the call being run until the returned guard is dropped: its id, limits and the
 /// digest of the kept state it took (see `guest::ahead`).
 pub(crate) fn running(call_id: u64, limits: Limits, state_digest: Option<String>) -> Running {
+    if !ON_STDOUT.load(Ordering::SeqCst) {
+        return Running(());
+    }
+    let failure = Failure::exceeded(Limit::HeapBytes, &limits).discard_worker();
+    let message = Message::Failure {
+        failure,
+        log: ConsoleLog::default(),
+        state_digest,
+    };
+    let mut frame = Vec::new();
+    if write_frame(&mut frame, &Header::new(call_id, message).to_bytes(), &[]).is_err() {
+        return Running(());
+    }
+    running_frame(frame)
+}
+
+/// Records the call being run until the returned guard is dropped, with `frame`, the whole
+/// frame (in the host's protocol: runx's worker protocol for `runx-js-worker`) that answers it
+/// when the engine ends the process. Does nothing where this process answers no host.
+pub(crate) fn running_frame(frame: Vec<u8>) -> Running {
     if ON_STDOUT.load(Ordering::SeqCst) {
-        let failure = Failure::exceeded(Limit::HeapBytes, &limits).discard_worker();
-        let message = Message::Failure {
-            failure,
-            log: ConsoleLog::default(),
-            state_digest,
-        };
-        let mut frame = Vec::new();
-        if write_frame(&mut frame, &Header::new(call_id, message).to_bytes(), &[]).is_ok() {
-            let old = RUNNING.swap(Box::into_raw(Box::new(frame)), Ordering::SeqCst);
-            free(old);
-        }
+        let old = RUNNING.swap(Box::into_raw(Box::new(frame)), Ordering::SeqCst);
+        free(old);
     }
     Running(())
 }

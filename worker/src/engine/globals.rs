@@ -3,7 +3,8 @@
 
 /// The globals a module may see: the ECMAScript intrinsics. Everything else an engine provides
 /// (`WeakRef`, `FinalizationRegistry`, `SharedArrayBuffer`, `Atomics`, `performance`, …) is
-/// deleted before any module code runs. `console` is installed afterwards by the prelude.
+/// deleted before any module code runs. [`INSTALLED_GLOBALS`] are installed afterwards by the
+/// prelude.
 pub const ALLOWED_GLOBALS: &[&str] = &[
     "globalThis",
     "Object",
@@ -63,3 +64,7 @@ pub const ALLOWED_GLOBALS: &[&str] = &[
     "NaN",
     "undefined",
 ];
+
+/// The globals the prelude installs after it deleted the others: `console`, and runx's `Runx`
+/// (`engine/url.rs`).
+pub const INSTALLED_GLOBALS: &[&str] = &["console", "Runx"];

@@ -21,6 +21,7 @@ pub(crate) mod math;
 pub(crate) mod quickjs;
 pub(crate) mod stack;
 pub(crate) mod thrown;
+pub(crate) mod url;
 #[cfg(feature = "v8")]
 pub(crate) mod v8;
 

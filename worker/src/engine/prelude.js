@@ -8,7 +8,7 @@
 // `construct`, and reads no global or prototype property when it runs. Internal tables have a
 // null prototype, so an inherited setter (`Array.prototype[0]`) cannot intercept them. Every
 // function here is strict, so stack-trace APIs and `caller` never hand one to module code.
-(function (sink, allowed, chargeBuffers, math) {
+(function (sink, allowed, chargeBuffers, math, url) {
   "use strict";
   const g = globalThis;
   const apply = Reflect.apply;
@@ -812,6 +812,32 @@
   }
   defineProperty(g, "console", {
     value: console, writable: true, configurable: true, enumerable: false,
+  });
+
+  // Runx: runx's one global of its own, `Runx.parseUrl(text)` (`engine/url.rs`), installed as
+  // runx's worker installs it: a frozen object whose one property, a frozen function, can be
+  // neither enumerated nor replaced, under a global that can be neither. The text is converted
+  // as runx converts it (`ToString`: a symbol throws), lone surrogates become U+FFFD, and the
+  // host parses it: `url` answers the four strings, or the message of the TypeError.
+  const URL_UNITS = 4194304;
+  const parseUrl = {
+    parseUrl(input) {
+      const text = `${input}`;
+      if (text.length > URL_UNITS) {
+        throw new TypeErrorRef(`Runx.parseUrl takes a text of at most ${URL_UNITS} characters`);
+      }
+      const parts = url(apply(toWellFormed, text, []));
+      if (typeof parts === "string") throw new TypeErrorRef(parts);
+      return { href: parts[0], origin: parts[1], protocol: parts[2], hostname: parts[3] };
+    },
+  }.parseUrl;
+  apply(weakSet, natives, [parseUrl, "parseUrl"]);
+  const Runx = {};
+  defineProperty(Runx, "parseUrl", {
+    value: freeze(parseUrl), writable: false, configurable: false, enumerable: false,
+  });
+  defineProperty(g, "Runx", {
+    value: freeze(Runx), writable: false, configurable: false, enumerable: false,
   });
 
   // Output: the export's return value becomes exactly the text `JSON.stringify` makes of it

@@ -127,7 +127,7 @@ pub fn only_intrinsics_are_global(e: &mut dyn Engine) {
     let allowed: Vec<&str> = runx_worker::ALLOWED_GLOBALS
         .iter()
         .copied()
-        .chain(["console"])
+        .chain(runx_worker::INSTALLED_GLOBALS.iter().copied())
         .collect();
     for n in out["names"].as_array().unwrap() {
         let n = n.as_str().unwrap();
@@ -257,6 +257,62 @@ pub fn math_random_throws(e: &mut dyn Engine) {
     assert_eq!(f.code, FailureCode::ExecutionFailed);
     assert!(f.message.contains("TypeError"), "{}", f.message);
     assert!(f.message.contains("deterministic"), "{}", f.message);
+}
+
+/// runx's one global of its own, as runx's worker has it: frozen, not enumerable, the four
+/// strings of the `url` crate, runx's TypeError for a text that is not an absolute URL.
+pub fn runx_parse_url_is_runx_own(e: &mut dyn Engine) {
+    let out = output(run(
+        e,
+        r#"export default (inputs) => {
+            const caught = (f) => { try { f(); return null; } catch (e) { return `${e.name}: ${e.message}`; } };
+            const before = Runx.parseUrl;
+            return {
+                frozen: Object.isFrozen(Runx) && Object.isFrozen(Runx.parseUrl),
+                keys: Object.keys(Runx),
+                enumerable: Object.keys(globalThis).includes("Runx"),
+                replaced: caught(() => { Runx.parseUrl = () => 1; }) !== null && Runx.parseUrl === before,
+                shape: [Runx.parseUrl.name, Runx.parseUrl.length, String(Runx.parseUrl).includes("[native code]")],
+                parsed: inputs.urls.map((u) => Runx.parseUrl(u)),
+                proto: Object.getPrototypeOf(Runx.parseUrl(inputs.urls[0])) === Object.prototype,
+                object: Runx.parseUrl({ toString: () => "http://a.example/" }).href,
+                refused: caught(() => Runx.parseUrl("not an absolute URL")),
+                none: caught(() => Runx.parseUrl()),
+                symbol: caught(() => Runx.parseUrl(Symbol("s"))),
+                surrogate: Runx.parseUrl("https://a.example/\ud800").href,
+                long: caught(() => Runx.parseUrl("https://a.example/" + "a".repeat(4194304))),
+            };
+        };"#,
+        json!({"urls": ["https://Example.com:8443/a?q=1#fragment", "sc-domain:example.com", "HTTP://[::1]:80/x/../y"]}),
+    ));
+    assert_eq!(out["frozen"], true, "{out}");
+    assert_eq!(out["keys"], json!([]), "{out}");
+    assert_eq!(out["enumerable"], false, "{out}");
+    assert_eq!(out["replaced"], true, "{out}");
+    assert_eq!(out["shape"], json!(["parseUrl", 1, true]), "{out}");
+    assert_eq!(
+        out["parsed"],
+        json!([
+            {"href": "https://example.com:8443/a?q=1#fragment", "origin": "https://example.com:8443", "protocol": "https:", "hostname": "example.com"},
+            {"href": "sc-domain:example.com", "origin": "null", "protocol": "sc-domain:", "hostname": ""},
+            {"href": "http://[::1]/y", "origin": "http://[::1]", "protocol": "http:", "hostname": "[::1]"},
+        ]),
+        "{out}"
+    );
+    assert_eq!(out["proto"], true, "{out}");
+    assert_eq!(out["object"], "http://a.example/", "{out}");
+    let refused = "TypeError: Runx.parseUrl requires an absolute URL: relative URL without a base";
+    assert_eq!(out["refused"], refused, "{out}");
+    assert_eq!(out["none"], refused, "{out}");
+    assert!(
+        out["symbol"].as_str().unwrap().starts_with("TypeError"),
+        "{out}"
+    );
+    assert_eq!(out["surrogate"], "https://a.example/%EF%BF%BD", "{out}");
+    assert_eq!(
+        out["long"], "TypeError: Runx.parseUrl takes a text of at most 4194304 characters",
+        "{out}"
+    );
 }
 
 pub fn console_is_captured_and_bounded(e: &mut dyn Engine) {
@@ -1843,6 +1899,7 @@ macro_rules! engine_suite {
             case!(intrinsics_are_present);
             case!(clock_is_pinned);
             case!(math_random_throws);
+            case!(runx_parse_url_is_runx_own);
             case!(dates_parse_what_they_print);
             case!(numbers_print_alike_in_every_radix);
             case!(console_is_captured_and_bounded);

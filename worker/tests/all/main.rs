@@ -36,6 +36,7 @@ mod pool;
 mod protocol;
 mod repeat;
 mod runx_js_worker;
+mod runx_packages;
 mod sandbox;
 
 use runx_worker::{ConsoleLog, Engine, EngineCall, EngineOutput, Failure, Limits, ModuleBundle};

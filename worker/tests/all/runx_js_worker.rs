@@ -7,7 +7,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use std::time::{Duration, Instant};
 
-const WORKER: &str = env!("CARGO_BIN_EXE_runx-js-worker");
+/// This workspace's `runx-js-worker`, as cargo built it for the tests.
+pub const WORKER: &str = env!("CARGO_BIN_EXE_runx-js-worker");
 
 /// The worker, started as runx starts it: no arguments, an empty environment, piped stdio.
 struct Worker {
@@ -99,6 +100,12 @@ export function add(i, c) { return { sum: twice(i.a + i.b) / 2, now: Date.now(),
 export function random() { return { r: Math.random() }; }
 export function fail() { throw new Error("no such order"); }
 export function spin() { for (;;) {} }
+export function reach() {
+  const f = Function("return this")();
+  const names = ["process", "require", "Deno", "Bun", "fetch", "setTimeout", "XMLHttpRequest", "WebAssembly", "SharedArrayBuffer", "Atomics"];
+  return { host: names.filter((n) => typeof f[n] !== "undefined" || typeof globalThis[n] !== "undefined"), url: Runx.parseUrl("https://Example.com/a").hostname };
+}
+export function bomb() { const a = new Array(1e9).fill(1); return { n: a.length }; }
 "#;
 
 #[test]
@@ -184,6 +191,43 @@ fn a_spin_loop_ends_at_the_wall() {
     assert_eq!(w.receive()["output"]["sum"], 5);
 }
 
+/// `new Array(1e9).fill(1)` runs out of heap inside a builtin. QuickJS fails the call and the
+/// worker goes on; V8 ends the process, and the worker still answers the invoke first, in
+/// runx's words: `resource_limit` with the heap named in the message (runx has no name for
+/// it), and a worker to discard. runx reads that answer, not "worker exited".
+#[test]
+fn a_heap_bomb_in_a_builtin_is_answered_with_the_heap_limit() {
+    let mut w = Worker::start();
+    w.handshake();
+    let bomb =
+        "export default () => { const a = new Array(1e9).fill(1); return { n: a.length }; };";
+    w.send(&invoke("c1", bomb, "default", json!({}), 30_000));
+    let failure = w.receive();
+    assert_eq!(failure["type"], "failure", "{failure}");
+    assert_eq!(failure["invocation_id"], "c1", "{failure}");
+    assert_eq!(failure["code"], "resource_limit", "{failure}");
+    assert!(failure.get("limit").is_none(), "{failure}");
+    assert!(
+        failure["message"]
+            .as_str()
+            .unwrap()
+            .contains("heap exceeded its limit"),
+        "{failure}"
+    );
+    if failure["disposition"] == "reuse" {
+        w.send(&invoke(
+            "c2",
+            MODULE,
+            "add",
+            json!({ "a": 2, "b": 3 }),
+            2000,
+        ));
+        assert_eq!(w.receive()["output"]["sum"], 5);
+    } else {
+        assert_eq!(failure["disposition"], "discard", "{failure}");
+    }
+}
+
 #[test]
 fn an_oversize_frame_ends_the_worker_as_runx_own_does() {
     let mut w = Worker::start();
@@ -243,20 +287,32 @@ fn an_inherited_environment_is_refused() {
 
 /// runx 0.8.2 itself: `RUNX_UPSTREAM_BIN`, else `../shared/runx/runx.gz` (beside the
 /// repository) unpacked once into `target/upstream-runx/`. `None` where neither is here.
-fn upstream_runx() -> Option<PathBuf> {
+pub fn upstream_runx() -> Option<PathBuf> {
     if let Some(bin) = std::env::var_os("RUNX_UPSTREAM_BIN").filter(|v| !v.is_empty()) {
         return Some(PathBuf::from(bin));
     }
+    upstream("runx")
+}
+
+/// `../shared/runx/NAME.gz` (beside the repository), unpacked once into
+/// `target/upstream-runx/NAME`: runx 0.8.2's `runx` or its own `runx-js-worker`. `None` where
+/// it is not on this machine.
+pub fn upstream(name: &str) -> Option<PathBuf> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
-    let gz = root.join("../shared/runx/runx.gz");
+    let gz = root.join(format!("../shared/runx/{name}.gz"));
     if !gz.is_file() {
         return None;
     }
     let dir = root.join("target/upstream-runx");
-    let bin = dir.join("runx");
+    let bin = dir.join(name);
     if !bin.is_file() {
         std::fs::create_dir_all(&dir).unwrap();
-        let partial = dir.join(format!("runx.{}", std::process::id()));
+        // One partial file per thread: two tests of this process may unpack at once.
+        let partial = dir.join(format!(
+            "{name}.{}.{:?}",
+            std::process::id(),
+            std::thread::current().id()
+        ));
         let done = Command::new("sh")
             .arg("-c")
             .arg("gunzip -c \"$1\" > \"$2\" && chmod +x \"$2\"")
@@ -293,6 +349,16 @@ runners:
     module: main.mjs
     export: spin
     timeout_seconds: 1
+  reach:
+    type: javascript
+    module: main.mjs
+    export: reach
+    timeout_seconds: 1
+  bomb:
+    type: javascript
+    module: main.mjs
+    export: bomb
+    timeout_seconds: 30
 "#;
 
 /// runx 0.8.2 `skill tiny RUNNER --json ARGS` with this worker: its exit code and JSON.
@@ -370,4 +436,21 @@ fn runx_0_8_2_runs_a_package_on_this_worker() {
         "runx's own wall failure: {out}"
     );
     assert!(took < Duration::from_secs(10), "{took:?}");
+
+    // Nothing of a host is reachable, through runx either; runx's own global is.
+    let (code, out) = runx_skill(&runx, dir.path(), "reach", &[]);
+    assert_eq!(code, 0, "{out}");
+    assert_eq!(out["result"]["host"], json!([]), "{out}");
+    assert_eq!(out["result"]["url"], "example.com", "{out}");
+
+    // A heap bomb inside a builtin: runx records the heap limit this worker answered (on V8,
+    // the answer made ahead of a process V8 ends), not a worker that vanished.
+    let (code, out) = runx_skill(&runx, dir.path(), "bomb", &[]);
+    assert_eq!(code, 1, "{out}");
+    assert_eq!(out["outcome"], "failed", "{out}");
+    let message = out["error"]["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains("heap exceeded its limit"),
+        "the heap limit, through runx: {out}"
+    );
 }

@@ -9,7 +9,9 @@ use crate::engine::globals::ALLOWED_GLOBALS;
 use crate::wire::failure::{Failure, FailureCode};
 use rquickjs::context::intrinsic;
 use rquickjs::function::Opt;
-use rquickjs::{Array, Context, Ctx, Function, Module, Object, Persistent, Runtime};
+use rquickjs::{
+    Array, Context, Ctx, Function, Module, Object, Persistent, Runtime, Undefined, Value,
+};
 use runx_rules::Limits;
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
@@ -141,6 +143,36 @@ fn install_prelude(
     let module = unsafe { Module::load(ctx.clone(), prelude) }.map_err(internal)?;
     let (module, _) = module.eval().map_err(internal)?;
     let install: Function = module.get("install").map_err(internal)?;
-    let helpers: Object = install.call((sink, allowed)).map_err(internal)?;
+    // QuickJS keeps its own buffers within the allocator's budget and already calls the shared
+    // `Math` functions: no `chargeBuffers`, no `math`.
+    let helpers: Object = install
+        .call((sink, allowed, Undefined, Undefined, url_native(ctx)?))
+        .map_err(internal)?;
     Ok(Persistent::save(ctx, helpers))
+}
+
+/// The native behind `Runx.parseUrl` (`engine/url.rs`): the four strings as an array, or the
+/// message of the `TypeError` the prelude throws.
+fn url_native<'js>(ctx: &Ctx<'js>) -> Result<Function<'js>, Failure> {
+    Function::new(
+        ctx.clone(),
+        |ctx: Ctx<'js>, text: rquickjs::String<'js>| -> rquickjs::Result<Value<'js>> {
+            match crate::engine::url::parse(&text.to_string()?) {
+                Ok(parts) => {
+                    let array = Array::new(ctx)?;
+                    for (i, part) in parts.into_iter().enumerate() {
+                        array.set(i, part)?;
+                    }
+                    Ok(array.into_value())
+                }
+                Err(message) => Ok(rquickjs::String::from_str(ctx, &message)?.into_value()),
+            }
+        },
+    )
+    .map_err(|e| {
+        Failure::new(
+            FailureCode::Internal,
+            format!("cannot install the prelude: {e}"),
+        )
+    })
 }

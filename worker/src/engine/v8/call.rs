@@ -7,7 +7,7 @@ use super::modules;
 use super::state::{CallState, Scope};
 use super::thrown::{Caught, caught, classify, read};
 use crate::engine::bundle::ModuleBundle;
-use crate::engine::globals::ALLOWED_GLOBALS;
+use crate::engine::globals::{ALLOWED_GLOBALS, INSTALLED_GLOBALS};
 use crate::engine::{EngineCall, PageInput};
 use crate::wire::failure::{Failure, FailureCode};
 use rusty_v8 as v8;
@@ -32,8 +32,8 @@ impl Kept {
 
 /// Deletes the globals V8 adds back to every context it deserialises (the globals of shipped
 /// features it installs after reading the snapshot, such as `Temporal` or `DisposableStack`),
-/// with the prelude's own rule: string-named globals outside [`ALLOWED_GLOBALS`] go, `console`
-/// (the prelude's) stays.
+/// with the prelude's own rule: string-named globals outside [`ALLOWED_GLOBALS`] go, the
+/// prelude's own ([`INSTALLED_GLOBALS`]) stay.
 fn scrub_globals(tc: &mut Scope<'_, '_, '_, '_>) -> Option<()> {
     let global = tc.get_current_context().global(tc);
     let args = v8::GetPropertyNamesArgs {
@@ -46,7 +46,8 @@ fn scrub_globals(tc: &mut Scope<'_, '_, '_, '_>) -> Option<()> {
     for i in 0..names.length() {
         let key = names.get_index(tc, i)?;
         let name = key.to_rust_string_lossy(tc);
-        if name != "console" && !ALLOWED_GLOBALS.contains(&name.as_str()) {
+        if !ALLOWED_GLOBALS.contains(&name.as_str()) && !INSTALLED_GLOBALS.contains(&name.as_str())
+        {
             global.delete(tc, key)?;
         }
     }

@@ -100,6 +100,7 @@ mod snapshot;
 mod stack;
 mod state;
 mod thrown;
+mod url;
 mod watchdog;
 
 use state::CallState;

@@ -11,6 +11,7 @@
 
 use super::call::console_sink;
 use super::math;
+use super::url;
 use crate::engine::globals::ALLOWED_GLOBALS;
 use crate::engine::math::FUNCTIONS;
 use crate::wire::failure::{Failure, FailureCode};
@@ -60,6 +61,7 @@ fn natives() -> Natives {
     Natives {
         console: console_sink.map_fn_to(),
         math: math::callback(),
+        url: url::callback(),
     }
 }
 

@@ -23,6 +23,8 @@ use crate::engine::Engine;
 use crate::guest::engines::engine_by_name;
 use crate::guest::sandbox::{SandboxError, SandboxOptions};
 use crate::guest::start::{ENGINE_STACK_BYTES, watch_host};
+use crate::wire::failure::Failure;
+use runx_rules::Limit;
 use std::io::{self, BufReader, BufWriter, Read, Write};
 
 /// The exit status of a worker that stops on an error, as runx's own worker's.
@@ -69,6 +71,9 @@ fn confine_and_serve() -> Result<(), String> {
             other => format!("worker limits could not be installed: {other}"),
         },
     )?;
+    // V8 ends the process when its heap runs out inside a builtin: each invoke's answer for
+    // that case is made ahead (`engine/fatal.rs`), as `runx __worker` makes its own.
+    crate::engine::fatal::answer_on_stdout(RUNX_WORKER_ENGINE == "v8");
     watch_host();
     std::thread::Builder::new()
         .name("runx-engine".to_string())
@@ -117,9 +122,12 @@ fn serve(engine: &mut dyn Engine, mut r: impl Read, mut w: impl Write) -> Result
             let id = Some(request.invocation_id.clone());
             return protocol_failure(&mut w, id, "worker invocation protocol mismatch");
         }
-        let reply = match invoke(engine, &request) {
-            Answer::Output(output) => wire::result(&request.invocation_id, &output),
-            Answer::Failure(failure) => failure.to_bytes(),
+        let reply = {
+            let _running = crate::engine::fatal::running_frame(out_of_memory_frame(&request));
+            match invoke(engine, &request) {
+                Answer::Output(output) => wire::result(&request.invocation_id, &output),
+                Answer::Failure(failure) => failure.to_bytes(),
+            }
         };
         match wire::write_frame(&mut w, &reply) {
             Err(FrameError::TooLarge(bytes)) => {
@@ -139,6 +147,19 @@ fn serve(engine: &mut dyn Engine, mut r: impl Read, mut w: impl Write) -> Result
         engine.idle();
     }
     Ok(())
+}
+
+/// The frame that answers `request` if the engine ends the process while it runs: the heap
+/// limit in runx's words (`resource_limit`, the limit named in the message, since runx has no
+/// name for it), and a worker to discard.
+fn out_of_memory_frame(request: &wire::Invocation) -> Vec<u8> {
+    let limits = invoke::engine_limits(&request.limits);
+    let failure = Failure::exceeded(Limit::HeapBytes, &limits).discard_worker();
+    let reply = invoke::reply(Some(request.invocation_id.clone()), failure);
+    let mut frame = Vec::new();
+    // A failure's message is short: it always fits in a frame.
+    let _ = wire::write_frame(&mut frame, &reply.to_bytes());
+    frame
 }
 
 /// Answers a broken handshake or sequence with `invalid_protocol` and stops serving.
