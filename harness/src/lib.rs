@@ -86,6 +86,7 @@ mod discover;
 mod error;
 mod fixture;
 mod matching;
+mod plan;
 mod receipt;
 mod receipt_view;
 mod run;
@@ -103,7 +104,7 @@ pub use receipt::{CaseRecord, HarnessReceipt};
 pub use receipt_view::{RETIRED_RECEIPT_KEYS, view as receipt_view};
 pub use run::{
     CaseFailure, CaseResult, CaseVerdict, PackageFailure, PackageResult, PackageStatus, Report,
-    ReportStatus, run_case, run_suites, run_suites_with,
+    ReportStatus, counted, run_case, run_suites, run_suites_with,
 };
 pub use runx_receipts::HARNESS_RECEIPT_SCHEMA;
 

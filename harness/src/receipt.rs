@@ -21,7 +21,7 @@ pub struct HarnessReceipt {
     pub runx_version: String,
     /// The JavaScript engine the cases ran on.
     pub engine: EngineRecord,
-    /// `passed`, `failed` or `not_declared`.
+    /// `passed`, `failed`, `not_declared`, `skipped` (no case ran) or `malformed`.
     pub status: String,
     /// Cases run.
     pub case_count: usize,

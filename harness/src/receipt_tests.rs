@@ -71,6 +71,7 @@ fn case(package: &str, name: &str, receipt: Option<Value>) -> CaseResult {
         outcome: CaseVerdict::Passed,
         kind: None,
         skip_reason: None,
+        needs: None,
     }
 }
 
@@ -90,6 +91,7 @@ fn harness_run(dir: &Path, signer: &Signer) -> (PathBuf, Value) {
         not_declared: vec!["empty".to_string()],
         cases,
         skipped: 0,
+        not_run: Default::default(),
         errors: Vec::new(),
         packages: Vec::new(),
     };
@@ -168,6 +170,7 @@ fn a_case_receipt_that_does_not_verify_fails_the_harness_receipt() {
         not_declared: Vec::new(),
         cases,
         skipped: 0,
+        not_run: Default::default(),
         errors: Vec::new(),
         packages: Vec::new(),
     };
@@ -194,6 +197,7 @@ fn without_a_key_a_harness_run_verifies_as_local_development() {
         not_declared: Vec::new(),
         cases: vec![case("hello", "greets", Some(receipt("c1", None)))],
         skipped: 0,
+        not_run: Default::default(),
         errors: Vec::new(),
         packages: Vec::new(),
     };

@@ -5,12 +5,14 @@ use crate::discover::{PackageError, Suite, SuiteCase};
 use crate::error::HarnessError;
 use crate::fixture::{Case, CaseKind, DATA_DIR, FIXTURES_DIR, RelPath};
 use crate::matching::check_case;
-use runx_profile::{Diagnostic, PROFILE_FILE, ProfileError};
+use crate::plan::{Plan, plan};
+use runx_profile::Diagnostic;
 use runx_receipts::digest;
 use runx_runtime::{EnvSource, RunOutcome, RunRequest, Runtime};
 use runx_worker::{EntryKind, Scope, ScopeError};
 use serde::Serialize;
 use serde_json::Value;
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
@@ -24,6 +26,8 @@ pub enum ReportStatus {
     Failed,
     /// No package declared any case.
     NotDeclared,
+    /// Cases were declared, and every one was skipped: none ran.
+    Skipped,
     /// At least one package is broken: its profile does not load or a fixture is malformed.
     Malformed,
 }
@@ -88,6 +92,10 @@ pub struct CaseResult {
     /// Why a skipped case was not run.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub skip_reason: Option<String>,
+    /// What a skipped case needs that only runx itself has: `graph`, `agent`, `mcp`, `a2a`,
+    /// or another runner type.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub needs: Option<String>,
 }
 
 /// What became of one package.
@@ -121,6 +129,8 @@ pub struct PackageResult {
     pub failed: usize,
     /// Cases skipped.
     pub skipped: usize,
+    /// The cases skipped, counted by what they need (see [`CaseResult::needs`]).
+    pub not_run: BTreeMap<String, usize>,
     /// Why it is malformed.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<PackageError>,
@@ -157,6 +167,8 @@ pub struct Report {
     pub cases: Vec<CaseResult>,
     /// Cases not run, with their reasons in [`Report::cases`].
     pub skipped: usize,
+    /// The cases not run, counted by what they need (see [`CaseResult::needs`]).
+    pub not_run: BTreeMap<String, usize>,
     /// Malformed packages.
     pub errors: Vec<PackageFailure>,
     /// Every package found, with its own result.
@@ -175,12 +187,16 @@ impl Report {
         }
     }
 
-    /// The summary line CI parses: `N passed, M failed`, then the skipped cases and malformed
-    /// packages when there are any.
+    /// The summary line CI parses: `N passed, M failed`, then the skipped cases with what they
+    /// need (`, 5 skipped (1 agent, 4 graph)`) and malformed packages when there are any.
     pub fn summary(&self) -> String {
         let mut line = format!("{} passed, {} failed", self.passed, self.failed);
         if self.skipped > 0 {
-            line.push_str(&format!(", {} skipped", self.skipped));
+            line.push_str(&format!(
+                ", {} skipped ({})",
+                self.skipped,
+                counted(&self.not_run)
+            ));
         }
         if !self.errors.is_empty() {
             let n = self.errors.len();
@@ -191,6 +207,15 @@ impl Report {
         }
         line
     }
+}
+
+/// `3 graph, 1 mcp`: counts by name, in name order.
+pub fn counted(counts: &BTreeMap<String, usize>) -> String {
+    counts
+        .iter()
+        .map(|(name, n)| format!("{n} {name}"))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// Runs every case of `suites` on `rt` (one pool for all of them), in order, until the
@@ -216,6 +241,7 @@ pub fn run_suites_with(
             passed: 0,
             failed: 0,
             skipped: 0,
+            not_run: BTreeMap::new(),
             error: suite.broken.clone(),
             diagnostics: suite.diagnostics.clone(),
         };
@@ -242,7 +268,12 @@ pub fn run_suites_with(
             match result.outcome {
                 CaseVerdict::Passed => package.passed += 1,
                 CaseVerdict::Failed => package.failed += 1,
-                CaseVerdict::Skipped => package.skipped += 1,
+                CaseVerdict::Skipped => {
+                    package.skipped += 1;
+                    if let Some(needs) = &result.needs {
+                        *package.not_run.entry(needs.clone()).or_default() += 1;
+                    }
+                }
             }
             cases.push(result);
         }
@@ -297,11 +328,18 @@ fn report(
         ReportStatus::Failed
     } else if cases.is_empty() {
         ReportStatus::NotDeclared
+    } else if passed == 0 {
+        ReportStatus::Skipped
     } else {
         ReportStatus::Passed
     };
+    let mut not_run = BTreeMap::new();
+    for (needs, n) in packages.iter().flat_map(|p| &p.not_run) {
+        *not_run.entry(needs.clone()).or_default() += n;
+    }
     Report {
         status,
+        not_run,
         case_count: cases.len() - skipped,
         passed,
         failed: failures.len(),
@@ -311,63 +349,6 @@ fn report(
         skipped,
         errors,
         packages,
-    }
-}
-
-/// What to do with one case.
-enum Plan {
-    /// Run the package in this directory.
-    Run(PathBuf),
-    /// Do not run: the case needs a runner this runtime does not have.
-    Skip(String),
-    /// The case cannot run: its target does not exist or does not load.
-    Fail(String),
-}
-
-/// Decides whether and where a case runs: its kind, its target, its target's runner.
-fn plan(suite: &Suite, sc: &SuiteCase) -> Plan {
-    let case = &sc.case;
-    if let Some(kind) = case.kind.filter(|k| *k != CaseKind::Skill) {
-        return Plan::Skip(format!(
-            "a case of kind `{}` needs a graph runner (agents, graphs, MCP and A2A); runx runs javascript and cli-tool runners",
-            kind.name()
-        ));
-    }
-    let dir = match &case.target {
-        None => suite.dir.clone(),
-        Some(target) => {
-            let base = sc.source.parent().unwrap_or(&suite.dir);
-            match base.join(target).canonicalize() {
-                Ok(dir) if dir.join(PROFILE_FILE).is_file() => dir,
-                Ok(dir) => {
-                    return Plan::Fail(format!(
-                        "target `{target}` ({}) is not a skill package: it has no {PROFILE_FILE}",
-                        dir.display()
-                    ));
-                }
-                Err(e) => {
-                    return Plan::Fail(format!(
-                        "target `{target}` (relative to {}) cannot be opened: {e}",
-                        base.display()
-                    ));
-                }
-            }
-        }
-    };
-    if case.kind.is_none() && case.target.is_none() {
-        // This runtime's own cases run the suite's package, which loaded; runner errors are
-        // what some of them expect.
-        return Plan::Run(dir);
-    }
-    let loaded = match runx_profile::load(&dir) {
-        Ok(p) => p,
-        Err(e) => return Plan::Fail(format!("the target package does not load: {e}")),
-    };
-    match loaded.runner(case.runner.as_deref()) {
-        Err(ProfileError::UnsupportedRunner { runner, ty }) => Plan::Skip(format!(
-            "runner `{runner}` has type `{ty}`, which needs a graph runner; runx runs javascript and cli-tool runners"
-        )),
-        _ => Plan::Run(dir),
     }
 }
 
@@ -381,14 +362,18 @@ pub fn run_case(rt: &Runtime, suite: &Suite, sc: &SuiteCase) -> CaseResult {
         actual: Value::Null,
         message,
     };
+    let mut needs = None;
     let (run_status, outcome, mismatch, skip_reason, receipt) = match plan(suite, sc) {
-        Plan::Skip(reason) => (
-            "skipped".to_string(),
-            CaseVerdict::Skipped,
-            None,
-            Some(reason),
-            None,
-        ),
+        Plan::Skip(skip) => {
+            needs = Some(skip.needs);
+            (
+                "skipped".to_string(),
+                CaseVerdict::Skipped,
+                None,
+                Some(skip.reason),
+                None,
+            )
+        }
         Plan::Fail(message) => (
             "failure".to_string(),
             CaseVerdict::Failed,
@@ -439,6 +424,7 @@ pub fn run_case(rt: &Runtime, suite: &Suite, sc: &SuiteCase) -> CaseResult {
         outcome,
         kind: case.kind,
         skip_reason,
+        needs,
     }
 }
 

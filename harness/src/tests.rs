@@ -469,3 +469,44 @@ fn a_package_file_swapped_for_a_link_after_discovery_is_not_copied() {
     assert!(err.to_string().contains("symlink"), "{err}");
     assert!(!workspace.path().join("fixtures/d/secret.json").exists());
 }
+
+#[test]
+fn a_package_whose_every_case_is_skipped_says_so_and_what_each_needs() {
+    let dir = package(
+        PROFILE,
+        &[
+            ("m.mjs", ECHO),
+            (
+                "fixtures/graph.yaml",
+                "name: replay\nkind: graph\nexpect: { status: sealed }\n",
+            ),
+            (
+                "fixtures/agent.yaml",
+                "name: summarize\nkind: agent_task\nrunner: summarize\nexpect: { status: needs_agent }\n",
+            ),
+        ],
+    );
+    let report = run(dir.path());
+    assert_eq!(report.status, ReportStatus::Skipped, "{report:#?}");
+    assert_eq!((report.case_count, report.skipped), (0, 2));
+    assert_eq!(report.exit_code(), 0);
+    let counts: Vec<(&str, usize)> = report
+        .not_run
+        .iter()
+        .map(|(k, v)| (k.as_str(), *v))
+        .collect();
+    assert_eq!(counts, [("agent", 1), ("graph", 1)]);
+    assert_eq!(
+        report.summary(),
+        "0 passed, 0 failed, 2 skipped (1 agent, 1 graph)"
+    );
+    let package = &report.packages[0];
+    assert_eq!(package.status, PackageStatus::Skipped);
+    assert_eq!(package.not_run, report.not_run);
+    for case in &report.cases {
+        let reason = case.skip_reason.as_deref().unwrap_or_default();
+        assert!(reason.contains("needs runx itself"), "{reason}");
+        assert!(reason.contains("runx-js-worker"), "{reason}");
+        assert!(case.needs.is_some(), "{case:?}");
+    }
+}

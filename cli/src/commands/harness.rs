@@ -6,7 +6,7 @@
 use crate::exit::usage;
 use crate::keys::{SignArgs, keys};
 use crate::{launch, signals};
-use runx_harness::{CaseResult, CaseVerdict, HarnessReceipt, Report, ReportStatus};
+use runx_harness::{CaseResult, CaseVerdict, HarnessReceipt, Report, ReportStatus, counted};
 use runx_runtime::Runtime;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -28,6 +28,10 @@ pub struct HarnessArgs {
     /// runx).
     #[arg(short = 'R', long, visible_alias = "receipts", value_name = "DIR")]
     pub receipt_dir: Option<PathBuf>,
+    /// Exit 1 when any case was skipped (a case that needs runx's graph or agent runner, or
+    /// its MCP or A2A client): for CI that must run every case it is given.
+    #[arg(long)]
+    pub fail_skipped: bool,
     #[command(flatten)]
     pub sign: SignArgs,
 }
@@ -60,13 +64,20 @@ pub fn command(args: HarnessArgs, engine: Option<&str>) -> ExitCode {
         &paths,
         args.json,
         &receipt_dir,
+        args.fail_skipped,
     );
     signals::exit_code().map_or(code, ExitCode::from)
 }
 
 /// Runs the harness over `paths` on `rt`; `as_json` prints the report object instead of lines.
-/// The receipts go under `receipt_dir`.
-pub fn run(rt: &Runtime, paths: &[PathBuf], as_json: bool, receipt_dir: &Path) -> ExitCode {
+/// The receipts go under `receipt_dir`; `fail_skipped` makes a skipped case fail the run.
+pub fn run(
+    rt: &Runtime,
+    paths: &[PathBuf],
+    as_json: bool,
+    receipt_dir: &Path,
+    fail_skipped: bool,
+) -> ExitCode {
     let suites = match runx_harness::discover(paths) {
         Ok(s) => s,
         Err(e) => {
@@ -117,7 +128,24 @@ pub fn run(rt: &Runtime, paths: &[PathBuf], as_json: bool, receipt_dir: &Path) -
         }
         print_summary(&report);
     }
-    ExitCode::from(report.exit_code() as u8)
+    if report.skipped > 0 {
+        errln!(
+            "runx: {} skipped case{} need{} runx itself: run them with runx, RUNX_JS_WORKER_PATH naming this runtime's runx-js-worker (the book's \"runx on this engine\"){}",
+            report.skipped,
+            if report.skipped == 1 { "" } else { "s" },
+            if report.skipped == 1 { "s" } else { "" },
+            if fail_skipped {
+                "; they fail this run (--fail-skipped)"
+            } else {
+                "; --fail-skipped makes them fail the run"
+            }
+        );
+    }
+    let code = match report.exit_code() {
+        0 if fail_skipped && report.skipped > 0 => 1,
+        code => code,
+    };
+    ExitCode::from(code as u8)
 }
 
 fn print_case(c: &CaseResult) {
@@ -154,6 +182,15 @@ fn print_summary(report: &Report) {
     }
     for package in &report.not_declared {
         outln!("{package}: no harness cases declared (not_declared)");
+    }
+    for p in report.packages.iter().filter(|p| p.skipped > 0) {
+        outln!(
+            "SKIPPED {}: {} of {} cases not run ({})",
+            p.package,
+            p.skipped,
+            p.passed + p.failed + p.skipped,
+            counted(&p.not_run)
+        );
     }
     if report.status == ReportStatus::NotDeclared {
         outln!("not_declared: no harness cases to run");

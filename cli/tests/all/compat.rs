@@ -64,7 +64,7 @@ fn the_gate_runs_skill_cases_and_lists_the_others_skipped() {
             c["skip_reason"]
                 .as_str()
                 .unwrap()
-                .contains("needs a graph runner"),
+                .contains("needs runx itself"),
             "{c}"
         );
         assert_eq!(c["run_status"], "skipped");
@@ -110,7 +110,30 @@ fn the_gate_runs_skill_cases_and_lists_the_others_skipped() {
         text.contains("NOTE templates: runners.undeclared.args[0]"),
         "{text}"
     );
-    assert!(text.lines().last().unwrap().ends_with(" skipped"), "{text}");
+    assert!(
+        text.lines()
+            .last()
+            .unwrap()
+            .ends_with(" skipped (1 a2a, 3 agent, 4 graph, 1 mcp)"),
+        "{text}"
+    );
+    assert!(
+        text.contains("SKIPPED nested: 2 of 2 cases not run (2 graph)"),
+        "{text}"
+    );
+    assert_eq!(
+        v["not_run"],
+        json!({"a2a": 1, "agent": 3, "graph": 4, "mcp": 1})
+    );
+
+    // --fail-skipped: the same run fails, and says why.
+    let out = run_in(&fixtures(), &["harness", ".", "--fail-skipped"], &[]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("they fail this run (--fail-skipped)"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
 
 #[test]
