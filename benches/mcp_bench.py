@@ -90,7 +90,7 @@ def mcp_steps(runx: str, ws: Path, steps: int, receipts: str) -> Dict[str, float
 
     def make(n: int) -> dict:
         return {"jsonrpc": "2.0", "id": n, "method": "tools/call",
-                "params": {"name": "trivial.echo", "arguments": {"n": n}}}
+                "params": {"name": "trivial", "arguments": {"n": n}}}
 
     def check(answer: dict) -> None:
         if answer["result"]["isError"]:

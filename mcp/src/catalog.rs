@@ -1,8 +1,10 @@
-//! The tools a server offers: one for each (package, runner) it was given, read once at start.
+//! The tools a server offers, read once at start: for each package, its own tool named after the
+//! skill (runx's), running its chosen runner, and a further tool `SKILL.RUNNER` for each other
+//! runner (this runtime's addition).
 
 use crate::describe::{SKILL_MD_BYTES, annotations, description, title};
 use crate::error::McpError;
-use crate::naming::tool_name;
+use crate::naming::{skill_tool_name, tool_name};
 use crate::schema::{input_schema, output_schema};
 use rmcp::model::Tool;
 use runx_profile::{Profile, Runner};
@@ -38,8 +40,11 @@ pub struct BadCursor;
 
 impl Catalog {
     /// Loads every package in `dirs` and makes a tool of each runner this runtime runs (of
-    /// `runner` alone when given: every package must have it). Runners of other types
-    /// (`graph`, `agent-task`) are left out.
+    /// `runner` alone when given: every package must have it). The package's chosen runner
+    /// (`runner`, else its default, else its only one) is the tool named after the skill, as
+    /// in runx; the others are `SKILL.RUNNER`. Runners of other types (`graph`,
+    /// `agent-task`) are left out: a package whose default runner is a graph has no tool named
+    /// after it, since runx's tool of that name would run the graph.
     pub fn load(dirs: &[PathBuf], runner: Option<&str>) -> Result<Catalog, McpError> {
         let mut catalog = Catalog::default();
         for dir in dirs {
@@ -61,8 +66,14 @@ impl Catalog {
                 }
                 None => profile.runners.values().collect(),
             };
+            let chosen = profile.runner(runner).ok().map(|r| r.name.as_str());
             for r in runners {
-                catalog.add(entry(&profile, r, skill_md.as_deref()))?;
+                let name = if chosen == Some(r.name.as_str()) {
+                    skill_tool_name(&profile.skill)
+                } else {
+                    tool_name(&profile.skill, &r.name)
+                };
+                catalog.add(entry(name, &profile, r, skill_md.as_deref()))?;
             }
         }
         if catalog.entries.is_empty() {
@@ -134,8 +145,7 @@ impl Catalog {
     }
 }
 
-fn entry(profile: &Profile, runner: &Runner, skill_md: Option<&str>) -> Entry {
-    let name = tool_name(&profile.skill, &runner.name);
+fn entry(name: String, profile: &Profile, runner: &Runner, skill_md: Option<&str>) -> Entry {
     let title = title(profile, runner);
     let tool = Tool::new(
         name,
@@ -193,7 +203,7 @@ mod tests {
     }
 
     #[test]
-    fn a_tool_per_runner_and_other_types_left_out() {
+    fn the_package_tool_is_the_skill_and_the_other_runners_follow() {
         let c = Catalog::load(
             &[fixtures().join("hello"), fixtures().join("imports")],
             None,
@@ -202,24 +212,20 @@ mod tests {
         let names: Vec<String> = c.tools().map(|t| t.name.to_string()).collect();
         assert_eq!(
             names,
-            [
-                "hello.greet",
-                "hello.shout",
-                "hello.wrong-output",
-                "imports.default"
-            ]
+            ["hello", "hello.shout", "hello.wrong-output", "imports"]
         );
         assert!(c.get("hello.graph").is_none());
-        assert_eq!(
-            c.get("hello.greet").map(|e| e.runner.as_str()),
-            Some("greet")
-        );
+        assert!(c.get("hello.greet").is_none());
+        assert_eq!(c.get("hello").map(|e| e.runner.as_str()), Some("greet"));
+        assert_eq!(c.get("imports").map(|e| e.runner.as_str()), Some("default"));
     }
 
     #[test]
     fn one_runner_everywhere_or_an_error_naming_the_package() {
         let c = Catalog::load(&[fixtures().join("hello")], Some("shout")).expect("catalog");
         assert_eq!(c.len(), 1);
+        // As in runx: `--runner` names the runner of the package's one tool.
+        assert_eq!(c.get("hello").map(|e| e.runner.as_str()), Some("shout"));
         let e = Catalog::load(
             &[fixtures().join("hello"), fixtures().join("imports")],
             Some("shout"),

@@ -139,6 +139,15 @@ pub async fn serve_http(
                     if let Some(refused) = refuse(&request, token.as_deref()) {
                         return Ok::<_, Infallible>(refused);
                     }
+                    if request.method() == http::Method::DELETE {
+                        // rmcp answers a session's end 202; the SDKs count 200 and 204 as
+                        // ended (the Python SDK logs "Session termination failed: 202").
+                        let mut response = service.handle(request).await;
+                        if response.status() == StatusCode::ACCEPTED {
+                            *response.status_mut() = StatusCode::OK;
+                        }
+                        return Ok(response);
+                    }
                     if request.method() != http::Method::POST {
                         return Ok(service.handle(request).await);
                     }

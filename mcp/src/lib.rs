@@ -59,7 +59,7 @@ pub use config::McpConfig;
 pub use describe::skill_summary;
 pub use error::McpError;
 pub use http::{HttpOptions, MCP_PATH, read_token, serve_http};
-pub use naming::{MAX_TOOL_NAME, is_valid_tool_name, tool_name};
+pub use naming::{MAX_TOOL_NAME, is_valid_tool_name, skill_tool_name, tool_name};
 pub use receipt::{RECEIPT_META_KEY, receipt_meta};
 pub use result::{ERROR_META_KEY, call_result};
 pub use schema::{input_schema, output_schema};

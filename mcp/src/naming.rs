@@ -1,10 +1,14 @@
-//! Tool names: `SKILL.RUNNER`, the same on every start and valid wherever MCP names a tool.
+//! Tool names, the same on every start and valid wherever MCP names a tool.
+//!
+//! As in runx, a package's tool is named after the skill (`helpdesk`) and runs the package's
+//! chosen runner (`--runner`, else its default, else its only one). This runtime's further
+//! tools, one for each other runner, are `SKILL.RUNNER` (runx serves no other runner).
 //!
 //! MCP asks for names of 1 to 128 characters from `[A-Za-z0-9_.-]`. A skill or runner name is
 //! a YAML key and may hold anything, so a name is built from its own package and runner only
 //! (never from what else is served, which would rename a tool when a package is added): the
-//! two names joined by `.`, and, when either needed a character replaced or the whole is too
-//! long, a suffix of the SHA-256 of the two original names, so `a b` and `a_b` stay two tools.
+//! names joined by `.`, and, when one needed a character replaced or the whole is too long, a
+//! suffix of the SHA-256 of the original names, so `a b` and `a_b` stay two tools.
 
 use sha2::{Digest, Sha256};
 
@@ -26,7 +30,24 @@ pub fn tool_name(skill: &str, runner: &str) -> String {
     hash.update(skill.as_bytes());
     hash.update([0]);
     hash.update(runner.as_bytes());
-    let suffix = &hex::encode(hash.finalize())[..8];
+    shortened(&plain, &hash.finalize())
+}
+
+/// The name of a package's own tool, which runs its chosen runner: the skill's name, as runx
+/// names it, when it is made of `[A-Za-z0-9_-]` and fits [`MAX_TOOL_NAME`]; otherwise cleaned
+/// and shortened as [`tool_name`] does, with the SHA-256 of `skill` alone. It never holds a
+/// `.`, so it is never the name of a further tool.
+pub fn skill_tool_name(skill: &str) -> String {
+    let (part, exact) = clean(skill);
+    if exact && part.len() <= MAX_TOOL_NAME {
+        return part;
+    }
+    shortened(&part, &Sha256::digest(skill.as_bytes()))
+}
+
+/// `plain` cut to fit with `-` and 8 hex digits of `digest` after it.
+fn shortened(plain: &str, digest: &[u8]) -> String {
+    let suffix = &hex::encode(digest)[..8];
     // Every character of `plain` is ASCII, so any byte length is a character boundary.
     let keep = plain.len().min(MAX_TOOL_NAME - 1 - suffix.len());
     format!("{}-{suffix}", &plain[..keep])
@@ -95,6 +116,19 @@ mod tests {
         assert_ne!(a, b);
         // The same inputs give the same name on every start.
         assert_eq!(a, tool_name(&long, "a"));
+    }
+
+    #[test]
+    fn a_package_tool_is_the_skill_name() {
+        assert_eq!(skill_tool_name("helpdesk"), "helpdesk");
+        assert_eq!(skill_tool_name("vault-unseal"), "vault-unseal");
+        let dotted = skill_tool_name("multi.def ault");
+        assert!(dotted.starts_with("multi_def_ault-"), "{dotted}");
+        assert!(!dotted.contains('.'));
+        assert!(is_valid_tool_name(&dotted));
+        assert_ne!(skill_tool_name("a b"), skill_tool_name("a_b"));
+        assert_eq!(skill_tool_name(&"x".repeat(300)).len(), MAX_TOOL_NAME);
+        assert!(is_valid_tool_name(&skill_tool_name("")));
     }
 
     #[test]

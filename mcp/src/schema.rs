@@ -76,8 +76,9 @@ pub fn input_schema(runner: &Runner) -> Map<String, Value> {
     schema
 }
 
-/// The `outputSchema` of `runner`: an object holding the declared outputs. Other members are
-/// allowed, as the runtime allows them.
+/// The `outputSchema` of `runner`, for runx's result shape (`result.rs`): an object whose
+/// `output`, when the run completed, holds the declared outputs (other members are allowed, as
+/// the runtime allows them), beside runx's `runx` object.
 pub fn output_schema(runner: &Runner) -> Map<String, Value> {
     let mut properties = Map::new();
     let mut required = Vec::new();
@@ -87,12 +88,32 @@ pub fn output_schema(runner: &Runner) -> Map<String, Value> {
         }
         properties.insert(name.clone(), Value::Object(declared_output(decl)));
     }
+    let mut output = Map::new();
+    output.insert("type".into(), json!("object"));
+    output.insert("properties".into(), Value::Object(properties));
+    if !required.is_empty() {
+        output.insert("required".into(), Value::Array(required));
+    }
     let mut schema = Map::new();
     schema.insert("type".into(), json!("object"));
-    schema.insert("properties".into(), Value::Object(properties));
-    if !required.is_empty() {
-        schema.insert("required".into(), Value::Array(required));
-    }
+    schema.insert(
+        "properties".into(),
+        json!({
+            "output": Value::Object(output),
+            "runx": {
+                "type": "object",
+                "properties": {
+                    "status": {"type": "string"},
+                    "skillName": {"type": "string"},
+                    "runId": {"type": "string"},
+                    "receiptId": {"type": "string"},
+                    "events": {"type": "array"},
+                },
+                "required": ["status", "skillName", "runId", "events"],
+            },
+        }),
+    );
+    schema.insert("required".into(), json!(["runx"]));
     schema
 }
 

@@ -36,8 +36,9 @@ fn declared_inputs_types_required_defaults_descriptions() {
     );
     let p = profile("hello");
     let out = output_schema(p.runner(Some("shout")).expect("shout"));
+    assert_eq!(out["required"], json!(["runx"]));
     assert_eq!(
-        Value::Object(out),
+        out["properties"]["output"],
         json!({
             "type": "object",
             "properties": {"greeting": {"type": "string", "allOf": [{"pattern": "^[A-Z ,!]+$"}]}},

@@ -26,7 +26,7 @@ pub const PROTOCOL_VERSIONS: [ProtocolVersion; 3] = [
 ];
 
 /// What the server tells a client about itself, in `initialize` and `server/discover`.
-const INSTRUCTIONS: &str = "Each tool runs one runner of a runx skill package: a javascript export in a sandbox with no network, files or clock (the same inputs give the same output), or a declared command as a supervised process. Arguments are the runner's declared inputs. A failed run is a result with isError and runx's {kind, code, message}; every result names its receipt (id, path, digest, signer) in _meta under `runx/receipt`.";
+const INSTRUCTIONS: &str = "Each tool runs one runner of a runx skill package: a javascript export in a sandbox with no network, files or clock (the same inputs give the same output), or a declared command as a supervised process. Arguments are the runner's declared inputs. A result's structuredContent is {output, runx: {status, skillName, runId, receiptId, events}}; a failed run is a result with isError, and runx's {kind, code, message} in _meta under `runx/error`; every result names its receipt (id, path, digest, signer) in _meta under `runx/receipt`.";
 
 /// A server of skill runners as MCP tools. Cheap to clone: clones share one runtime, one
 /// catalog and one set of bounds (Streamable HTTP makes one per session).

@@ -31,12 +31,14 @@ enum McpCommand {
     about = "Serve skill runners as MCP tools to an agent: stdio (one JSON message per line) or Streamable HTTP",
     long_about = "Serve skill runners as Model Context Protocol tools to an agent.
 
-Every runner of every package DIR is a tool named SKILL.RUNNER (--runner NAME: that runner \
-of each package), with an inputSchema and outputSchema made from X.yaml and a description from \
-X.yaml and SKILL.md. A tools/call runs the runner on one warm runtime, as `runx serve` does: \
-a sealed run's output is the result's structuredContent, a failed run is a result with \
-isError and runx's {kind, code, message}, and every result names its receipt in _meta \
-(runx/receipt: id, path, digest, signer). A paged call with a progressToken gets \
+As in runx, each package DIR is a tool named after its skill (helpdesk), which runs its \
+chosen runner: --runner NAME, else its default runner, else its only one. Every other runner \
+is a further tool, SKILL.RUNNER. Tools have an inputSchema and outputSchema made from X.yaml \
+and a description from X.yaml and SKILL.md. A tools/call runs the runner on one warm runtime, \
+as `runx serve` does, and answers in runx's shape: structuredContent {output, runx: {status, \
+skillName, runId, receiptId, events}} and a text block (the output's JSON, or \
+\"SKILL failed. Inspect receipt ID. MESSAGE\" with isError). _meta adds the receipt \
+(runx/receipt: id, path, digest, signer) and a failure's {kind, code, message} (runx/error). A paged call with a progressToken gets \
 notifications/progress per page; notifications/cancelled kills the call's worker or process.
 
 Protocol versions 2025-06-18 and 2025-11-25 (initialize) and 2026-07-28 (_meta on every \
@@ -48,10 +50,11 @@ skill`, and --env NAME=VALUE sets them; nothing else reaches a step. Relative pa
 files, receipts) are relative to the working directory. Up to --pool-size calls run at once \
 and --queue more wait; past that a call gets the error -32001 (busy).
 
---listen ADDR serves Streamable HTTP at http://ADDR/mcp instead (loopback; another address \
-needs --token-file, and every request then needs Authorization: Bearer TOKEN). Browser \
-origins are refused unless --allow-origin names them."
+--listen ADDR (or runx's --http-listen [ADDR]) serves Streamable HTTP at http://ADDR/mcp \
+instead (loopback; another address needs --token-file, and every request then needs \
+Authorization: Bearer TOKEN). Browser origins are refused unless --allow-origin names them."
 )]
+#[command(group(clap::ArgGroup::new("http").args(["listen", "http_listen"])))]
 pub struct McpServeArgs {
     /// Skill package directories (or bare names found as skills/NAME).
     #[arg(value_name = "DIR", required = true)]
@@ -78,11 +81,24 @@ pub struct McpServeArgs {
     /// stdio.
     #[arg(long, value_name = "ADDR")]
     listen: Option<SocketAddr>,
+    /// runx's name for --listen: serve Streamable HTTP on ADDR [default: 127.0.0.1:8080].
+    #[arg(
+        long,
+        value_name = "ADDR",
+        num_args = 0..=1,
+        default_missing_value = "127.0.0.1:8080",
+        conflicts_with = "listen"
+    )]
+    http_listen: Option<SocketAddr>,
+    /// runx's opt-in to a non-loopback --http-listen. Accepted; here such an address needs
+    /// --token-file either way.
+    #[arg(long, requires = "http")]
+    http_allow_non_loopback: bool,
     /// The bearer token HTTP requests must carry, from FILE (one line, mode 600).
-    #[arg(long, value_name = "FILE", requires = "listen")]
+    #[arg(long, value_name = "FILE", requires = "http")]
     token_file: Option<PathBuf>,
     /// A browser origin allowed to call over HTTP (repeatable); others get 403.
-    #[arg(long, value_name = "ORIGIN", requires = "listen")]
+    #[arg(long, value_name = "ORIGIN", requires = "http")]
     allow_origin: Vec<String>,
     #[command(flatten)]
     sign: crate::keys::SignArgs,
@@ -129,7 +145,7 @@ fn serve(engine: Option<&str>, args: McpServeArgs) -> ExitCode {
         // In 1–16: clap checked the range.
         serve_config = serve_config.pool_size(usize::try_from(n).unwrap_or(MAX_POOL_SIZE));
     }
-    let listen = match &args.listen {
+    let listen = match args.listen.as_ref().or(args.http_listen.as_ref()) {
         None => Listen::Stdio,
         Some(addr) => {
             let token = match args.token_file.as_deref().map(read_token).transpose() {

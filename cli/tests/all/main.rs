@@ -11,6 +11,7 @@ mod harness;
 mod javascript;
 mod map_fold;
 mod mcp;
+mod mcp_compat;
 mod messages;
 mod pages;
 mod partitions;

@@ -185,15 +185,12 @@ fn lists_and_calls_tools_with_structured_output_and_receipts() {
     let mut m = Mcp::fixtures(ws.path(), LATEST, &[]);
     let list = m.call(1, "tools/list", json!({}));
     let tools = list["result"]["tools"].as_array().unwrap();
-    let greet = tools
-        .iter()
-        .find(|t| t["name"] == "hello.greet")
-        .expect("hello.greet");
+    let greet = tools.iter().find(|t| t["name"] == "hello").expect("hello");
     assert_eq!(greet["title"], json!("hello: greet"));
     assert_eq!(greet["inputSchema"]["required"], json!(["name"]));
     assert_eq!(greet["inputSchema"]["additionalProperties"], json!(false));
     assert_eq!(
-        greet["outputSchema"]["required"],
+        greet["outputSchema"]["properties"]["output"]["required"],
         json!(["greeting", "region"])
     );
     assert_eq!(greet["annotations"]["readOnlyHint"], json!(true));
@@ -201,21 +198,35 @@ fn lists_and_calls_tools_with_structured_output_and_receipts() {
         tools.iter().all(|t| t["name"] != "hello.graph"),
         "graph runners are not tools"
     );
-    assert!(tools.iter().any(|t| t["name"] == "archive.select"));
+    assert!(tools.iter().any(|t| t["name"] == "archive"));
 
-    let ok = m.tool(2, "hello.greet", json!({"name": "Ada"}));
+    let ok = m.tool(2, "hello", json!({"name": "Ada"}));
     assert_eq!(ok["result"]["isError"], json!(false), "{ok}");
     assert_eq!(
-        ok["result"]["structuredContent"]["greeting"],
+        ok["result"]["structuredContent"]["output"]["greeting"],
         json!("Hello, Ada.")
     );
     assert_eq!(
-        ok["result"]["structuredContent"]["region"],
+        ok["result"]["structuredContent"]["output"]["region"],
         json!("eu-west")
     );
     let text: Value =
         serde_json::from_str(ok["result"]["content"][0]["text"].as_str().unwrap()).unwrap();
-    assert_eq!(text, ok["result"]["structuredContent"]);
+    assert_eq!(text, ok["result"]["structuredContent"]["output"]);
+    // runx's shape: the output, and runx's object beside it.
+    let runx = &ok["result"]["structuredContent"]["runx"];
+    assert_eq!(runx["status"], json!("completed"), "{ok}");
+    assert_eq!(runx["skillName"], json!("hello"), "{ok}");
+    assert_eq!(runx["events"], json!([]), "{ok}");
+    assert_eq!(runx["output"], ok["result"]["structuredContent"]["output"]);
+    assert!(
+        runx["runId"].as_str().unwrap().starts_with("run_greet_"),
+        "{ok}"
+    );
+    assert_eq!(
+        runx["receiptId"],
+        ok["result"]["_meta"]["runx/receipt"]["id"]
+    );
     let receipt = receipt_of(&ok);
     assert_eq!(receipt["status"], json!("sealed"));
     // Made without a key: runx's local-development issuer.
@@ -232,10 +243,25 @@ fn lists_and_calls_tools_with_structured_output_and_receipts() {
     assert_eq!(failed["result"]["isError"], json!(true), "{failed}");
     let error = &failed["result"]["_meta"]["runx/error"];
     assert_eq!(error["kind"], json!("output_rejected"), "{failed}");
-    assert!(failed["result"].get("structuredContent").is_none());
+    let runx = &failed["result"]["structuredContent"]["runx"];
+    assert_eq!(runx["status"], json!("failed"), "{failed}");
+    assert!(runx.get("output").is_none(), "{failed}");
+    assert!(
+        failed["result"]["structuredContent"]
+            .get("output")
+            .is_none()
+    );
+    let text = failed["result"]["content"][0]["text"].as_str().unwrap();
+    assert!(
+        text.starts_with(&format!(
+            "hello failed. Inspect receipt {}. output `count`",
+            runx["receiptId"].as_str().unwrap()
+        )),
+        "{text}"
+    );
     assert_eq!(receipt_of(&failed)["status"], json!("failure"));
 
-    let invalid = m.tool(4, "hello.greet", json!({"name": 7}));
+    let invalid = m.tool(4, "hello", json!({"name": 7}));
     assert_eq!(invalid["result"]["isError"], json!(true));
     let error = &invalid["result"]["_meta"]["runx/error"];
     assert_eq!(error["kind"], json!("input"));
@@ -243,7 +269,7 @@ fn lists_and_calls_tools_with_structured_output_and_receipts() {
         error["message"].as_str().unwrap().contains("`name`"),
         "{error}"
     );
-    let undeclared = m.tool(5, "hello.greet", json!({"name": "A", "nmae": "B"}));
+    let undeclared = m.tool(5, "hello", json!({"name": "A", "nmae": "B"}));
     assert!(
         undeclared["result"]["_meta"]["runx/error"]["message"]
             .as_str()
@@ -251,13 +277,13 @@ fn lists_and_calls_tools_with_structured_output_and_receipts() {
             .contains("`nmae`")
     );
 
-    let unknown = m.tool(6, "hello.greeet", json!({}));
+    let unknown = m.tool(6, "hello.shuot", json!({}));
     assert_eq!(unknown["error"]["code"], json!(-32602), "{unknown}");
     assert!(
         unknown["error"]["message"]
             .as_str()
             .unwrap()
-            .contains("hello.greet"),
+            .contains("hello.shout"),
         "{unknown}"
     );
     // A megabyte-long argument name is refused as any undeclared name, at once.
@@ -265,7 +291,7 @@ fn lists_and_calls_tools_with_structured_output_and_receipts() {
     huge.insert("n".repeat(1 << 20), json!(1));
     huge.insert("name".into(), json!("A"));
     let started = Instant::now();
-    let refused = m.tool(9, "hello.greet", Value::Object(huge));
+    let refused = m.tool(9, "hello", Value::Object(huge));
     assert_eq!(
         refused["result"]["_meta"]["runx/error"]["code"],
         json!("undeclared_input")
@@ -318,16 +344,16 @@ fn the_three_protocol_revisions() {
             .as_array()
             .unwrap()
             .iter()
-            .any(|t| t["name"] == "hello.greet"),
+            .any(|t| t["name"] == "hello"),
         "{list}"
     );
     let ok = m.call(
         3,
         "tools/call",
-        json!({"_meta": meta_2026(), "name": "hello.greet", "arguments": {"name": "Ada"}}),
+        json!({"_meta": meta_2026(), "name": "hello", "arguments": {"name": "Ada"}}),
     );
     assert_eq!(
-        ok["result"]["structuredContent"]["greeting"],
+        ok["result"]["structuredContent"]["output"]["greeting"],
         json!("Hello, Ada."),
         "{ok}"
     );
@@ -347,7 +373,7 @@ fn progress_per_page_of_a_paged_run() {
         1,
         "tools/call",
         json!({
-            "name": "archive.select",
+            "name": "archive",
             "arguments": {"archive_file": "data/tweets.js", "archive_base": "skill"},
             "_meta": {"progressToken": "pages"},
         }),
@@ -394,7 +420,7 @@ fn a_cancelled_call_kills_its_worker_and_sends_no_answer() {
     );
     // The next call is answered (the one slot is free again), and call 1 never is; its receipt
     // says `interrupted`, where a spin left alone would end `timeout` at its 1 s wall.
-    let ok = m.tool(2, "hello.greet", json!({"name": "Ada"}));
+    let ok = m.tool(2, "hello", json!({"name": "Ada"}));
     assert_eq!(ok["result"]["isError"], json!(false), "{ok}");
     while let Some(v) = m.next_within(Duration::from_millis(1500)) {
         assert_ne!(v["id"], json!(1), "a cancelled call was answered: {v}");
@@ -425,11 +451,11 @@ fn cancel_races_leave_the_server_answering() {
     m.request(
         1,
         "tools/call",
-        json!({"name": "hello.greet", "arguments": {"name": "A"}}),
+        json!({"name": "hello", "arguments": {"name": "A"}}),
     );
     m.notify("notifications/cancelled", json!({"requestId": 1}));
     m.notify("notifications/cancelled", json!({"requestId": 1}));
-    let answered = m.tool(2, "hello.greet", json!({"name": "B"}));
+    let answered = m.tool(2, "hello", json!({"name": "B"}));
     m.notify("notifications/cancelled", json!({"requestId": 2}));
     m.notify("notifications/cancelled", json!({"requestId": 0}));
     m.notify(
@@ -439,9 +465,9 @@ fn cancel_races_leave_the_server_answering() {
     m.notify("notifications/cancelled", json!({}));
     assert_eq!(answered["result"]["isError"], json!(false));
     // The same id again after its answer is a new call.
-    let again = m.tool(2, "hello.greet", json!({"name": "C"}));
+    let again = m.tool(2, "hello", json!({"name": "C"}));
     assert_eq!(
-        again["result"]["structuredContent"]["greeting"],
+        again["result"]["structuredContent"]["output"]["greeting"],
         json!("Hello, C.")
     );
     assert_eq!(m.close(), 0);
@@ -482,7 +508,7 @@ fn a_full_server_answers_busy() {
         json!({"name": "hostile.spin", "arguments": {}}),
     );
     std::thread::sleep(Duration::from_millis(200));
-    let busy = m.tool(2, "hello.greet", json!({"name": "A"}));
+    let busy = m.tool(2, "hello", json!({"name": "A"}));
     assert_eq!(busy["error"]["code"], json!(-32001), "{busy}");
     assert_eq!(busy["error"]["data"]["pool_size"], json!(1));
     let spun = m.answer(1);
@@ -492,7 +518,7 @@ fn a_full_server_answers_busy() {
         "{spun}"
     );
     assert_eq!(
-        m.tool(3, "hello.greet", json!({"name": "A"}))["result"]["isError"],
+        m.tool(3, "hello", json!({"name": "A"}))["result"]["isError"],
         json!(false)
     );
     assert_eq!(m.close(), 0);
@@ -508,16 +534,16 @@ fn environment_comes_from_the_server_and_env_flags() {
         &[("REGION", "proc")],
     );
     m.call(0, "initialize", initialize(LATEST));
-    let ok = m.tool(1, "hello.greet", json!({"name": "A"}));
+    let ok = m.tool(1, "hello", json!({"name": "A"}));
     assert_eq!(
-        ok["result"]["structuredContent"]["region"],
+        ok["result"]["structuredContent"]["output"]["region"],
         json!("flag"),
         "{ok}"
     );
     assert_eq!(m.close(), 0);
     let mut m = Mcp::start(ws.path(), &[&hello], &[]);
     m.call(0, "initialize", initialize(LATEST));
-    let missing = m.tool(1, "hello.greet", json!({"name": "A"}));
+    let missing = m.tool(1, "hello", json!({"name": "A"}));
     assert_eq!(
         missing["result"]["_meta"]["runx/error"]["kind"],
         json!("environment"),
@@ -644,10 +670,16 @@ fn a_client_that_disappears_mid_run_leaves_no_worker_or_process() {
 
 /// A server on `--listen 127.0.0.1:0`, and its address from stderr.
 fn http_server(cwd: &Path, extra: &[&str]) -> (Child, String) {
+    http_server_on(cwd, &["--listen", "127.0.0.1:0"], extra)
+}
+
+/// A server on the address `listen` gives, and its address from stderr.
+fn http_server_on(cwd: &Path, listen: &[&str], extra: &[&str]) -> (Child, String) {
     let hello = fixtures().join("hello").display().to_string();
     let mut child = runx()
         .current_dir(cwd)
-        .args(["mcp", "serve", &hello, "--listen", "127.0.0.1:0"])
+        .args(["mcp", "serve", &hello])
+        .args(listen)
         .args(extra)
         .env("REGION", "eu")
         .stdin(Stdio::null())
@@ -668,12 +700,17 @@ fn http_server(cwd: &Path, extra: &[&str]) -> (Child, String) {
     (child, addr)
 }
 
-/// One HTTP/1.1 request; the status and the whole response.
+/// One HTTP/1.1 POST; the status and the whole response.
 fn post(addr: &str, headers: &[(&str, &str)], body: &[u8]) -> (u16, String) {
+    send(addr, "POST", headers, body)
+}
+
+/// One HTTP/1.1 request; the status and the whole response.
+fn send(addr: &str, method: &str, headers: &[(&str, &str)], body: &[u8]) -> (u16, String) {
     let mut s = TcpStream::connect(addr).unwrap();
     s.set_read_timeout(Some(PATIENCE)).unwrap();
     let mut head = format!(
-        "POST /mcp HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: {}\r\nConnection: close\r\n",
+        "{method} /mcp HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: {}\r\nConnection: close\r\n",
         body.len()
     );
     for (k, v) in headers {
@@ -762,6 +799,58 @@ fn http_needs_the_token_refuses_foreign_origins_and_bounds_bodies() {
     child.wait().unwrap();
 }
 
+/// runx's flag names the HTTP transport, and a session ends with 200, which the SDKs read as
+/// ended (rmcp, and runx 0.8.2, answer 202: "Session termination failed: 202").
+#[test]
+fn http_listen_is_runx_flag_and_a_session_ends_with_200() {
+    let ws = tempfile::tempdir().unwrap();
+    let (mut child, addr) = http_server_on(ws.path(), &["--http-listen", "127.0.0.1:0"], &[]);
+    let init =
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": initialize(LATEST)})
+            .to_string();
+    let (status, text) = post(&addr, &[], init.as_bytes());
+    assert_eq!(status, 200, "{text}");
+    let session = text
+        .lines()
+        .find_map(|l| {
+            let (name, value) = l.split_once(':')?;
+            name.eq_ignore_ascii_case("mcp-session-id")
+                .then(|| value.trim().to_string())
+        })
+        .unwrap_or_else(|| panic!("no session: {text}"));
+    let (status, text) = send(&addr, "DELETE", &[("Mcp-Session-Id", &session)], b"");
+    assert_eq!(status, 200, "{text}");
+    let list = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}).to_string();
+    let (status, text) = post(
+        &addr,
+        &[
+            ("Mcp-Session-Id", &session),
+            ("MCP-Protocol-Version", LATEST),
+        ],
+        list.as_bytes(),
+    );
+    assert_eq!(status, 404, "the session is gone: {text}");
+    child.kill().unwrap();
+    child.wait().unwrap();
+
+    // --http-listen and --listen are one transport: both at once is a usage error.
+    let hello = fixtures().join("hello").display().to_string();
+    let out = run_in(
+        ws.path(),
+        &[
+            "mcp",
+            "serve",
+            &hello,
+            "--listen",
+            "127.0.0.1:0",
+            "--http-listen",
+            "127.0.0.1:0",
+        ],
+        &[],
+    );
+    assert_eq!(out.status.code(), Some(64));
+}
+
 #[test]
 fn http_off_loopback_needs_a_token() {
     let ws = tempfile::tempdir().unwrap();
@@ -807,7 +896,7 @@ fn bad_packages_and_flags_are_usage_errors() {
     );
     let out = run_in(ws.path(), &["mcp", "serve", &hello, &hello], &[]);
     assert_eq!(out.status.code(), Some(64));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("hello.greet"));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("hello"));
 }
 
 /// One rule wherever a caller's JSON enters (issue 43, item 6): a message that names a key twice

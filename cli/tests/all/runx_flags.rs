@@ -325,7 +325,7 @@ fn hosted_side_commands_answer_with_a_reason_and_exit_1() {
 /// runx 0.8.2 itself: `RUNX_UPSTREAM_BIN`, else `../shared/runx/runx.gz` (beside the
 /// repository, as its README describes) unpacked once into `target/upstream-runx/`. `None`
 /// where neither is on this machine.
-fn upstream_runx() -> Option<PathBuf> {
+pub fn upstream_runx() -> Option<PathBuf> {
     if let Some(bin) = std::env::var_os("RUNX_UPSTREAM_BIN").filter(|v| !v.is_empty()) {
         return Some(PathBuf::from(bin));
     }

@@ -61,23 +61,33 @@ def receipt(result: Any) -> dict:
 
 
 def error_of(result: Any) -> dict:
+    """runx's {kind, code, message} of a failed result, after checking runx's shape: the
+    text block "SKILL failed. Inspect receipt ID. MESSAGE" and structuredContent.runx."""
     assert result.is_error, result
-    return json.loads(result.content[0].text)
+    error: dict = (result.meta or {})["runx/error"]
+    runx = result.structured_content["runx"]
+    assert runx["status"] == "failed" and "output" not in runx, runx
+    text = result.content[0].text
+    assert text.startswith(f"{runx['skillName']} failed. Inspect receipt {runx['receiptId']}. "), text
+    assert text.endswith(error["message"]), text
+    return error
 
 
 def test_list_tools_and_a_call_with_structured_output() -> None:
     async def body(session: ClientSession, ws: str) -> None:
         listed = await session.list_tools()
         names = [t.name for t in listed.tools]
-        assert "hello.greet" in names and "archive.select" in names and "hostile.spin" in names
-        greet = next(t for t in listed.tools if t.name == "hello.greet")
+        assert "hello" in names and "archive" in names and "hostile.spin" in names
+        greet = next(t for t in listed.tools if t.name == "hello")
         assert greet.input_schema["required"] == ["name"]
         assert greet.output_schema is not None and greet.annotations.read_only_hint is True
-        result = await session.call_tool("hello.greet", {"name": "Ada"})
+        result = await session.call_tool("hello", {"name": "Ada"})
         assert not result.is_error
-        assert result.structured_content["greeting"] == "Hello, Ada."
-        assert result.structured_content["region"] == "eu-west"
-        assert json.loads(result.content[0].text) == result.structured_content
+        assert result.structured_content["output"]["greeting"] == "Hello, Ada."
+        assert result.structured_content["output"]["region"] == "eu-west"
+        assert json.loads(result.content[0].text) == result.structured_content["output"]
+        assert result.structured_content["runx"]["status"] == "completed"
+        assert result.structured_content["runx"]["skillName"] == "hello"
         assert receipt(result)["status"] == "sealed"
 
     with_session(body)
@@ -88,7 +98,7 @@ def test_a_failing_call_and_an_invalid_argument() -> None:
         failed = await session.call_tool("hello.wrong-output", {})
         assert error_of(failed)["kind"] == "output_rejected"
         assert receipt(failed)["status"] == "failure"
-        invalid = await session.call_tool("hello.greet", {"name": 7})
+        invalid = await session.call_tool("hello", {"name": 7})
         error = error_of(invalid)
         assert error["kind"] == "input" and "`name`" in error["message"], error
 
@@ -103,7 +113,7 @@ def test_progress_on_a_paged_run() -> None:
 
     async def body(session: ClientSession, ws: str) -> None:
         result = await session.call_tool(
-            "archive.select",
+            "archive",
             {"archive_file": "data/tweets.js", "archive_base": "skill"},
             progress_callback=on_progress,
         )
@@ -120,8 +130,8 @@ def test_cancel_a_spinning_call_then_a_good_call() -> None:
         with anyio.move_on_after(0.4):
             await session.call_tool("hostile.spin", {})
             raise AssertionError("the spin answered")
-        good = await session.call_tool("hello.greet", {"name": "Bo"})
-        assert good.structured_content["greeting"] == "Hello, Bo."
+        good = await session.call_tool("hello", {"name": "Bo"})
+        assert good.structured_content["output"]["greeting"] == "Hello, Bo."
         # The cancelled run wrote its receipt: interrupted, not timed out.
         receipts = Path(ws) / ".runx" / "receipts"
         for _ in range(100):
@@ -142,9 +152,9 @@ def test_cancel_a_spinning_call_then_a_good_call() -> None:
 def test_the_2026_revision_without_a_handshake() -> None:
     async def body(session: ClientSession, ws: str) -> None:
         listed = await session.list_tools()
-        assert "hello.greet" in [t.name for t in listed.tools]
-        result = await session.call_tool("hello.greet", {"name": "Cy"})
-        assert result.structured_content["greeting"] == "Hello, Cy."
+        assert "hello" in [t.name for t in listed.tools]
+        result = await session.call_tool("hello", {"name": "Cy"})
+        assert result.structured_content["output"]["greeting"] == "Hello, Cy."
         assert receipt(result)["status"] == "sealed"
 
     with_session(body, modern=True)

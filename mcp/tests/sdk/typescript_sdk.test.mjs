@@ -31,17 +31,19 @@ function receipt(result) {
 
 async function listAndCall(client) {
   const { tools } = await client.listTools();
-  const greet = tools.find((t) => t.name === "hello.greet");
+  const greet = tools.find((t) => t.name === "hello");
   assert.ok(greet, "hello.greet is listed");
   assert.deepEqual(greet.inputSchema.required, ["name"]);
   assert.equal(greet.inputSchema.additionalProperties, false);
-  const result = await client.callTool({ name: "hello.greet", arguments: { name: "Ada" } });
+  const result = await client.callTool({ name: "hello", arguments: { name: "Ada" } });
   assert.equal(result.isError, false);
-  assert.equal(result.structuredContent.greeting, "Hello, Ada.");
+  assert.equal(result.structuredContent.output.greeting, "Hello, Ada.");
   assert.equal(receipt(result).status, "sealed");
-  const failed = await client.callTool({ name: "hello.greet", arguments: { name: 7 } });
+  const failed = await client.callTool({ name: "hello", arguments: { name: 7 } });
   assert.equal(failed.isError, true);
-  assert.equal(JSON.parse(failed.content[0].text).kind, "input");
+  assert.equal(failed._meta["runx/error"].kind, "input");
+  assert.equal(failed.structuredContent.runx.status, "failed");
+  assert.ok(failed.content[0].text.startsWith("hello failed. Inspect receipt "));
 }
 
 test("stdio: list and call", async () => {
