@@ -76,6 +76,7 @@ mod progress;
 mod receipt;
 mod record;
 mod report;
+mod run_identity;
 mod runner;
 mod runtime;
 mod subprocess;

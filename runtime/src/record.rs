@@ -17,6 +17,8 @@ pub(crate) struct Identity {
     pub runner: String,
     pub runner_type: Option<RunnerType>,
     pub profile_digest: Option<String>,
+    /// The run's id by runx 0.8.2's rule (`run_identity`), where runx would have one.
+    pub runx_run_id: Option<String>,
 }
 
 /// A run's closure: its disposition and reason code.

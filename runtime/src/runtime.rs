@@ -287,7 +287,8 @@ impl Runtime {
         let inputs = std::mem::take(&mut req.inputs);
         let inputs_digest = runx_receipts::runx::c14n_object_digest(&inputs);
         let req = &req;
-        let (identity, ran) = self.execute(req, inputs, refused);
+        let (mut identity, ran) = self.execute(req, inputs, refused);
+        let runx_run_id = identity.runx_run_id.take();
         let Ran {
             result,
             mut provenance,
@@ -311,7 +312,8 @@ impl Runtime {
             started_at_ms,
             duration_ms,
         );
-        evidence.run_id = run_id(&evidence, &inputs_digest);
+        // runx's own id where runx would give the run one; else this runtime's rule.
+        evidence.run_id = runx_run_id.unwrap_or_else(|| run_id(&evidence, &inputs_digest));
         let mut receipt = runx_receipt_of(&evidence);
         runx::seal(&mut receipt, self.signer.as_ref());
         let dir = req.receipt_dir();
@@ -389,6 +391,7 @@ impl Runtime {
             runner: req.runner.clone().unwrap_or_default(),
             runner_type: None,
             profile_digest: None,
+            runx_run_id: None,
         };
         let profile = match self.packages.profile(&req.dir) {
             Ok(p) => p,
@@ -403,6 +406,7 @@ impl Runtime {
         };
         identity.runner = runner.name.clone();
         identity.runner_type = Some(runner.kind.runner_type());
+        identity.runx_run_id = crate::run_identity::runx_run_id(&profile, runner, &inputs);
         if let Some(error) = refused {
             return (identity, Err(error));
         }

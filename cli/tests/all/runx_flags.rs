@@ -398,7 +398,14 @@ fn runx_0_8_2_and_this_runx_agree_on_runx_flags() {
             let ((theirs, tv, tws), (mine, mv, mws)) = both(&all);
             let (tv, mv) = (tv.unwrap(), mv.unwrap());
             assert_eq!((theirs, mine), (0, 0), "{all:?}: {tv} / {mv}");
-            for key in ["status", "outcome", "result", "skill_name", "runner"] {
+            for key in [
+                "status",
+                "outcome",
+                "result",
+                "skill_name",
+                "runner",
+                "run_id",
+            ] {
                 assert_eq!(tv[key], mv[key], "{all:?} {key}: {tv} / {mv}");
             }
             assert_eq!(
