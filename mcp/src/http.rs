@@ -4,8 +4,10 @@
 //! `Origin` checked (403 for any origin not allowed; with none allowed, every browser origin
 //! is refused), `Host` checked on loopback, `Mcp-Session-Id` for clients that negotiated an
 //! `initialize` revision and none for `2026-07-28`. In front of it, this module listens, gives
-//! each connection a header deadline, and refuses a request without the bearer token (401)
-//! when the server has one. A non-loopback address needs a token.
+//! each connection a header deadline and each body a deadline (408), holds at most
+//! `max_connections` connections (one more is answered 503 and closed) and `max_sessions`
+//! sessions (an `initialize` past it is answered 503), and refuses a request without the
+//! bearer token (401) when the server has one. A non-loopback address needs a token.
 
 use crate::duplicates::screen_body;
 use crate::error::McpError;
@@ -25,7 +27,9 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::net::TcpListener;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 
 /// The path of the MCP endpoint.
@@ -44,6 +48,28 @@ pub struct HttpOptions {
     pub token: Option<String>,
     /// Browser origins allowed (`http://localhost:5173`); every other `Origin` is refused.
     pub allowed_origins: Vec<String>,
+    /// Connections served at once (`mcp_http_connections`).
+    pub max_connections: usize,
+    /// Sessions held at once (`mcp_http_sessions`).
+    pub max_sessions: usize,
+    /// How long a request's body may take to arrive (`mcp_http_body_milliseconds`).
+    pub body_wait: Duration,
+}
+
+impl HttpOptions {
+    /// Options for `addr` with no token, no browser origin, and the catalogue's defaults.
+    pub fn new(addr: SocketAddr) -> HttpOptions {
+        let count =
+            |def: &runx_profile::LimitDef| usize::try_from(def.default).unwrap_or(usize::MAX);
+        HttpOptions {
+            addr,
+            token: None,
+            allowed_origins: Vec::new(),
+            max_connections: count(&runx_profile::MCP_HTTP_CONNECTIONS),
+            max_sessions: count(&runx_profile::MCP_HTTP_SESSIONS),
+            body_wait: Duration::from_millis(runx_profile::MCP_HTTP_BODY_WAIT.default),
+        }
+    }
 }
 
 /// Reads a bearer token from `path`: one line, the file readable by its owner alone.
@@ -110,12 +136,15 @@ pub async fn serve_http(
         // its own names, and the token guards it.
         config = config.disable_allowed_hosts();
     }
-    let service = StreamableHttpService::new(
-        move || Ok(server.clone()),
-        Arc::new(LocalSessionManager::default()),
-        config,
-    );
+    let sessions = Arc::new(LocalSessionManager::default());
+    let service = StreamableHttpService::new(move || Ok(server.clone()), sessions.clone(), config);
     let token: Arc<Option<String>> = Arc::new(options.token);
+    let connections = Arc::new(Semaphore::new(options.max_connections));
+    let (max_connections, max_sessions, body_wait) = (
+        options.max_connections,
+        options.max_sessions,
+        options.body_wait,
+    );
     loop {
         let (stream, peer) = tokio::select! {
             accepted = listener.accept() => match accepted {
@@ -128,13 +157,21 @@ pub async fn serve_http(
             },
             () = stop.cancelled() => return Ok(()),
         };
+        let Ok(permit) = connections.clone().try_acquire_owned() else {
+            tokio::spawn(refuse_connection(stream, max_connections));
+            continue;
+        };
         let service = service.clone();
         let token = token.clone();
         let stop = stop.clone();
+        let sessions = sessions.clone();
         tokio::spawn(async move {
+            // Held for as long as the connection lives.
+            let _permit = permit;
             let handler = service_fn(move |request: Request<Incoming>| {
                 let service = service.clone();
                 let token = token.clone();
+                let sessions = sessions.clone();
                 async move {
                     if let Some(refused) = refuse(&request, token.as_deref()) {
                         return Ok::<_, Infallible>(refused);
@@ -154,18 +191,33 @@ pub async fn serve_http(
                     // The body is read here, within the same bound rmcp keeps, so that a
                     // message naming a key twice is refused before rmcp parses it.
                     let (parts, body) = request.into_parts();
-                    let bytes = match http_body_util::Limited::new(body, max_body_bytes)
-                        .collect()
-                        .await
-                    {
-                        Ok(collected) => collected.to_bytes(),
-                        Err(_) => {
+                    let collecting = http_body_util::Limited::new(body, max_body_bytes).collect();
+                    let bytes = match tokio::time::timeout(body_wait, collecting).await {
+                        Ok(Ok(collected)) => collected.to_bytes(),
+                        Ok(Err(_)) => {
                             return Ok(plain(
                                 StatusCode::PAYLOAD_TOO_LARGE,
                                 "payload too large: the body is over the server's message limit, or was cut off",
                             ));
                         }
+                        Err(_) => {
+                            return Ok(plain(
+                                StatusCode::REQUEST_TIMEOUT,
+                                "request timeout: the body did not arrive in time (--body-timeout)",
+                            ));
+                        }
                     };
+                    if !parts.headers.contains_key("mcp-session-id")
+                        && opens_a_session(&bytes)
+                        && sessions.sessions.read().await.len() >= max_sessions
+                    {
+                        return Ok(json_error(
+                            StatusCode::SERVICE_UNAVAILABLE,
+                            &format!(
+                                "too many sessions: this server holds at most {max_sessions} (--max-sessions); end one with DELETE, or try again when one has expired"
+                            ),
+                        ));
+                    }
                     if let Some(refusal) = screen_body(&bytes) {
                         let mut response =
                             Response::new(Full::new(Bytes::from(refusal.to_string())).boxed());
@@ -197,6 +249,50 @@ pub async fn serve_http(
 }
 
 type Body = http_body_util::combinators::BoxBody<Bytes, Infallible>;
+
+/// Answers a connection past `max` with 503 and closes it. What the client sent first is read
+/// (briefly) so that the answer is not lost to a reset; the whole exchange is bounded in time.
+async fn refuse_connection(mut stream: TcpStream, max: usize) {
+    let body = format!(
+        "service unavailable: this server holds at most {max} connections at once (--max-connections); try again\n"
+    );
+    let answer = format!(
+        "HTTP/1.1 503 Service Unavailable\r\ncontent-type: text/plain; charset=utf-8\r\ncontent-length: {}\r\nretry-after: 1\r\nconnection: close\r\n\r\n{body}",
+        body.len()
+    );
+    let mut first = [0u8; 8192];
+    let _ = tokio::time::timeout(Duration::from_millis(100), stream.read(&mut first)).await;
+    let _ = tokio::time::timeout(Duration::from_secs(1), stream.write_all(answer.as_bytes())).await;
+    let _ = tokio::time::timeout(Duration::from_secs(1), stream.shutdown()).await;
+}
+
+/// Whether a request body is an `initialize`, the one request that opens a session (a batch
+/// is refused by rmcp anyway).
+fn opens_a_session(body: &[u8]) -> bool {
+    #[derive(serde::Deserialize)]
+    struct Method<'a> {
+        #[serde(borrow)]
+        method: Option<std::borrow::Cow<'a, str>>,
+    }
+    serde_json::from_slice::<Method<'_>>(body)
+        .ok()
+        .and_then(|m| m.method)
+        .is_some_and(|m| m == "initialize")
+}
+
+/// A JSON-RPC error with no id as an HTTP answer of `status`.
+fn json_error(status: StatusCode, message: &str) -> Response<Body> {
+    let body = serde_json::json!({
+        "jsonrpc": "2.0", "id": null, "error": {"code": -32000, "message": message},
+    });
+    let mut response = Response::new(Full::new(Bytes::from(body.to_string())).boxed());
+    *response.status_mut() = status;
+    response.headers_mut().insert(
+        header::CONTENT_TYPE,
+        http::HeaderValue::from_static("application/json"),
+    );
+    response
+}
 
 /// The answer to a request that does not reach MCP: another path (404), or no or a wrong
 /// bearer token (401).

@@ -348,8 +348,43 @@ pub const VALIDATION_STEPS: LimitDef = LimitDef::fixed(
     "(subschema, value node) evaluations validating one input or output against its schema may take, counted before validating",
 );
 
+/// Connections `runx mcp serve --listen` serves at once (`--max-connections`); one past it is
+/// answered 503 and closed. Without it, slow bodies held by 300 connections locked out a
+/// legitimate `initialize`.
+pub const MCP_HTTP_CONNECTIONS: LimitDef = LimitDef {
+    name: "mcp_http_connections",
+    unit: Unit::Count,
+    default: 64,
+    min: 1,
+    max: 4096,
+    field: None,
+    bounds: "connections `runx mcp serve --listen` holds at once (--max-connections)",
+};
+/// MCP sessions `runx mcp serve --listen` holds at once (`--max-sessions`); an `initialize`
+/// past it is answered 503. Without it, 20,000 `initialize` calls held 1 GB.
+pub const MCP_HTTP_SESSIONS: LimitDef = LimitDef {
+    name: "mcp_http_sessions",
+    unit: Unit::Count,
+    default: 256,
+    min: 1,
+    max: 65_536,
+    field: None,
+    bounds: "MCP sessions `runx mcp serve --listen` holds at once (--max-sessions)",
+};
+/// How long `runx mcp serve --listen` waits for a request's body once its headers came
+/// (`--body-timeout SECONDS`); past it the request is answered 408.
+pub const MCP_HTTP_BODY_WAIT: LimitDef = LimitDef {
+    name: "mcp_http_body_milliseconds",
+    unit: Unit::Milliseconds,
+    default: 30 * SECOND_MS,
+    min: SECOND_MS,
+    max: 600 * SECOND_MS,
+    field: None,
+    bounds: "the wait for an HTTP request's body in `runx mcp serve --listen` (--body-timeout)",
+};
+
 /// Every limit, for documentation and `runx skill inspect`.
-pub const CATALOGUE: [&LimitDef; 35] = [
+pub const CATALOGUE: [&LimitDef; 38] = [
     &INPUT_BYTES,
     &OUTPUT_BYTES,
     &OUTPUT_DEPTH,
@@ -385,6 +420,9 @@ pub const CATALOGUE: [&LimitDef; 35] = [
     &FIXTURE_BYTES,
     &INPUTS_BYTES,
     &VALIDATION_STEPS,
+    &MCP_HTTP_CONNECTIONS,
+    &MCP_HTTP_SESSIONS,
+    &MCP_HTTP_BODY_WAIT,
 ];
 
 /// A duration in whole milliseconds.

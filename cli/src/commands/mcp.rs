@@ -100,6 +100,16 @@ pub struct McpServeArgs {
     /// A browser origin allowed to call over HTTP (repeatable); others get 403.
     #[arg(long, value_name = "ORIGIN", requires = "http")]
     allow_origin: Vec<String>,
+    /// HTTP connections served at once; one more is answered 503 [default: 64].
+    #[arg(long, value_name = "N", requires = "http", value_parser = clap::value_parser!(u64).range(runx_profile::MCP_HTTP_CONNECTIONS.min..=runx_profile::MCP_HTTP_CONNECTIONS.max))]
+    max_connections: Option<u64>,
+    /// MCP sessions held at once; an initialize past it is answered 503 [default: 256].
+    #[arg(long, value_name = "N", requires = "http", value_parser = clap::value_parser!(u64).range(runx_profile::MCP_HTTP_SESSIONS.min..=runx_profile::MCP_HTTP_SESSIONS.max))]
+    max_sessions: Option<u64>,
+    /// Seconds a request's body may take to arrive after its headers; past them, 408
+    /// [default: 30].
+    #[arg(long, value_name = "SECONDS", requires = "http", value_parser = clap::value_parser!(u64).range(1..=600))]
+    body_timeout: Option<u64>,
     #[command(flatten)]
     sign: crate::keys::SignArgs,
 }
@@ -152,11 +162,20 @@ fn serve(engine: Option<&str>, args: McpServeArgs) -> ExitCode {
                 Ok(t) => t,
                 Err(e) => return crate::exit::usage(&e.to_string()),
             };
-            Listen::Http(HttpOptions {
-                addr: *addr,
-                token,
-                allowed_origins: args.allow_origin.clone(),
-            })
+            let mut options = HttpOptions::new(*addr);
+            options.token = token;
+            options.allowed_origins = args.allow_origin.clone();
+            // In range: clap checked each against the catalogue.
+            if let Some(n) = args.max_connections {
+                options.max_connections = usize::try_from(n).unwrap_or(usize::MAX);
+            }
+            if let Some(n) = args.max_sessions {
+                options.max_sessions = usize::try_from(n).unwrap_or(usize::MAX);
+            }
+            if let Some(s) = args.body_timeout {
+                options.body_wait = Duration::from_secs(s);
+            }
+            Listen::Http(options)
         }
     };
     let keys = match crate::keys::keys(&args.sign) {

@@ -851,6 +851,79 @@ fn http_listen_is_runx_flag_and_a_session_ends_with_200() {
     assert_eq!(out.status.code(), Some(64));
 }
 
+/// Connections, sessions and bodies are bounded (issue 43, item 3): a connection past
+/// --max-connections is answered 503, an `initialize` past --max-sessions 503 until a session
+/// ends, and a body that does not arrive within --body-timeout 408.
+#[test]
+fn http_bounds_connections_sessions_and_slow_bodies() {
+    let ws = tempfile::tempdir().unwrap();
+    let (mut child, addr) = http_server(
+        ws.path(),
+        &[
+            "--max-connections",
+            "2",
+            "--max-sessions",
+            "1",
+            "--body-timeout",
+            "1",
+        ],
+    );
+    let init =
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": initialize(LATEST)})
+            .to_string();
+
+    // A body held back: 408 after the body timeout, not a connection held for good.
+    let started = Instant::now();
+    let mut slow = TcpStream::connect(&addr).unwrap();
+    slow.set_read_timeout(Some(PATIENCE)).unwrap();
+    slow.write_all(
+        format!(
+            "POST /mcp HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: 100\r\nConnection: close\r\n\r\n{{\"jsonrpc\""
+        )
+        .as_bytes(),
+    )
+    .unwrap();
+    let mut text = Vec::new();
+    let _ = slow.read_to_end(&mut text);
+    let text = String::from_utf8_lossy(&text);
+    assert!(text.starts_with("HTTP/1.1 408"), "{text}");
+    assert!(
+        started.elapsed() < Duration::from_secs(8),
+        "{:?}",
+        started.elapsed()
+    );
+
+    // Two idle connections hold both places; a third is answered 503 and closed.
+    let held: Vec<TcpStream> = (0..2).map(|_| TcpStream::connect(&addr).unwrap()).collect();
+    std::thread::sleep(Duration::from_millis(300));
+    let (status, text) = post(&addr, &[], init.as_bytes());
+    assert_eq!(status, 503, "{text}");
+    assert!(text.contains("--max-connections"), "{text}");
+    drop(held);
+    std::thread::sleep(Duration::from_millis(300));
+
+    // One session; a second initialize waits for it to end.
+    let (status, text) = post(&addr, &[], init.as_bytes());
+    assert_eq!(status, 200, "{text}");
+    let session = text
+        .lines()
+        .find_map(|l| {
+            let (name, value) = l.split_once(':')?;
+            name.eq_ignore_ascii_case("mcp-session-id")
+                .then(|| value.trim().to_string())
+        })
+        .unwrap_or_else(|| panic!("no session: {text}"));
+    let (status, text) = post(&addr, &[], init.as_bytes());
+    assert_eq!(status, 503, "{text}");
+    assert!(text.contains("--max-sessions"), "{text}");
+    let (status, _) = send(&addr, "DELETE", &[("Mcp-Session-Id", &session)], b"");
+    assert_eq!(status, 200);
+    let (status, text) = post(&addr, &[], init.as_bytes());
+    assert_eq!(status, 200, "a session again once one ended: {text}");
+    child.kill().unwrap();
+    child.wait().unwrap();
+}
+
 #[test]
 fn http_off_loopback_needs_a_token() {
     let ws = tempfile::tempdir().unwrap();
