@@ -98,10 +98,13 @@ fn runner_keys_are_read_shown_or_refused_with_their_line() {
 #[test]
 fn other_runners_keep_their_keys_and_refuse_unknown_ones() {
     let p = ok(
-        "skill: s\nrunners:\n  g:\n    type: graph\n    inputs: { x: { definition: nowhere } }\n    graph: { name: g, steps: [] }\n  a:\n    run: { type: agent-task, task: t }\n",
+        "skill: s\nrunners:\n  g:\n    type: graph\n    inputs: { x: { definition: nowhere } }\n    graph: { name: g, steps: [], result_from: [s] }\n  a:\n    run: { type: agent-task, task: t }\n",
     );
     let g = &p.other_runners["g"];
-    assert_eq!(g.keys["graph"], json!({"name": "g", "steps": []}));
+    assert_eq!(
+        g.keys["graph"],
+        json!({"name": "g", "steps": [], "result_from": ["s"]})
+    );
     assert_eq!(g.keys["inputs"], json!({"x": {"definition": "nowhere"}}));
     assert_eq!(p.other_runners["a"].keys["run"], json!({"task": "t"}));
     let (e, line, _) = err("skill: s\nrunners:\n  g:\n    type: graph\n    steps: []\n");

@@ -47,6 +47,7 @@ mod limits;
 mod locate;
 mod model;
 mod numbers;
+mod other_runner;
 mod packet;
 mod paged;
 mod pages;

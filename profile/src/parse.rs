@@ -581,11 +581,16 @@ impl<'de> Visitor<'de> for RunnerSeed<'_> {
         }
         .visit_map(map)?;
         match read {
-            RunnerMap::Other { default, keys } => Ok(Declared::Other(OtherRunner {
-                ty: self.other_type.cloned().unwrap_or_default(),
-                default: default.unwrap_or(false),
-                keys,
-            })),
+            RunnerMap::Other { default, keys } => {
+                let ty = self.other_type.cloned().unwrap_or_default();
+                crate::other_runner::check(self.name, &ty, &keys, self.ctx.packets)
+                    .map_err(de::Error::custom)?;
+                Ok(Declared::Other(OtherRunner {
+                    ty,
+                    default: default.unwrap_or(false),
+                    keys,
+                }))
+            }
             RunnerMap::Runnable(raw) => build_runner(self.name, *raw, self.diagnostics)
                 .map(|r| Declared::Runnable(Box::new(r)))
                 .map_err(de::Error::custom),

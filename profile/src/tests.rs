@@ -70,7 +70,7 @@ runners:
     retry: { attempts: 2, on: [crash], backoff_seconds: 1 }
   plan:
     type: graph
-    graph: { steps: [{ run: main }, { run: tool }] }
+    graph: { steps: [{ run: main }, { run: tool }], result_from: [tool] }
     inputs: "graphs have their own shapes"
 harness:
   cases:
@@ -156,7 +156,7 @@ fn full_profile_parses() {
             keys: BTreeMap::from([
                 (
                     "graph".to_string(),
-                    json!({"steps": [{"run": "main"}, {"run": "tool"}]})
+                    json!({"steps": [{"run": "main"}, {"run": "tool"}], "result_from": ["tool"]})
                 ),
                 ("inputs".to_string(), json!("graphs have their own shapes")),
             ]),
@@ -290,7 +290,7 @@ fn unsupported_runner_errors_only_when_selected() {
     );
     assert!(p.runner(Some("j")).is_ok());
     // The nested form carries its type inside `run:`.
-    let p = ok("skill: s\nrun:\n  run: { type: graph, graph: { steps: [] } }\n");
+    let p = ok("skill: s\nrun:\n  run: { type: graph, graph: { steps: [], result_from: [s] } }\n");
     assert!(matches!(
         p.runner(None),
         Err(ProfileError::UnsupportedRunner { .. })
@@ -361,14 +361,46 @@ fn runner_types_runx_does_not_know_are_errors_with_the_nearest() {
         "external-adapter",
         "thread-outbox-provider",
     ] {
-        ok(&format!("skill: s\nrunners:\n  x: {{ type: {ty} }}\n"));
+        let graph = if ty == "graph" {
+            ", graph: { result_from: [s] }"
+        } else {
+            ""
+        };
+        ok(&format!(
+            "skill: s\nrunners:\n  x: {{ type: {ty}{graph} }}\n"
+        ));
+    }
+}
+
+/// runx refuses a graph without `graph.result_from`, and one that declares `environment`,
+/// `outputs` or `artifacts` (its steps declare those): so does this runtime, at the runner's
+/// line, though it does not run graphs.
+#[test]
+fn graphs_runx_refuses_are_refused() {
+    let e = err("skill: s\nrunners:\n  g: { type: graph, graph: { steps: [] } }\n");
+    assert!(
+        e.contains("runner `g` of type `graph` has no `graph.result_from`"),
+        "{e}"
+    );
+    assert!(e.contains(":3:"), "at the runner's line: {e}");
+    let e = err("skill: s\nrunners:\n  g: { type: graph, graph: { result_from: [] } }\n");
+    assert!(e.contains("has no `graph.result_from`"), "{e}");
+    for key in [
+        "environment: { required: [A] }",
+        "outputs: { x: string }",
+        "artifacts: { emits: [x] }",
+    ] {
+        let e = err(&format!(
+            "skill: s\nrunners:\n  g: {{ type: graph, graph: {{ result_from: [s] }}, {key} }}\n"
+        ));
+        assert!(e.contains("which is ambiguous for a graph"), "{key}: {e}");
     }
 }
 
 #[test]
 fn two_defaults_rejected() {
     let e = err(
-        "skill: s\nrunners:\n  a: { type: javascript, module: a.js, default: true }\n  b: { type: graph, default: true }\n",
+        "skill: s\nrunners:\n  a: { type: javascript, module: a.js, default: true }\n  b: { type: graph, default: true, graph: { result_from: [s] } }\n",
     );
     assert!(e.contains("`a`, `b` are all marked `default: true`"), "{e}");
 }
@@ -567,11 +599,21 @@ fn receipt_signing_names_cannot_be_declared() {
             );
         }
     }
-    // The verification key and the receipt directory are public and may be declared.
-    let p = ok(
-        "skill: s\nrun: { type: cli-tool, command: ./t.sh, environment: { optional: [RUNX_RECEIPT_VERIFY_KID, RUNX_RECEIPT_DIR] } }\n",
-    );
-    assert_eq!(p.runners["default"].environment.optional.len(), 2);
+    // Every other RUNX_ name is the runtime's too, as in runx: the runtime hands a runner the
+    // receipt directory and verification key itself.
+    for name in [
+        "RUNX_RECEIPT_VERIFY_KID",
+        "RUNX_RECEIPT_DIR",
+        "RUNX_OPENAPI_BASE_URL",
+    ] {
+        let e = err(&format!(
+            "skill: s\nrun: {{ type: cli-tool, command: ./t.sh, environment: {{ optional: [{name}] }} }}\n"
+        ));
+        assert!(
+            e.contains("names starting with RUNX_ belong to the runtime"),
+            "{e}"
+        );
+    }
 }
 
 #[test]
@@ -579,4 +621,22 @@ fn the_profile_digest_is_of_its_bytes() {
     let text = "skill: s\nrun: { type: javascript, module: a.js }\n";
     assert_eq!(ok(text).digest, runx_receipts::sha256_hex(text.as_bytes()));
     assert_ne!(ok(&format!("{text}# comment\n")).digest, ok(text).digest);
+}
+
+/// A runner of a type this runtime does not run still may not name a `RUNX_` variable or a
+/// packet whose schema is not there: runx refuses both.
+#[test]
+fn other_runners_keep_runx_environment_and_packet_rules() {
+    let e = err(
+        "skill: s\nrunners:\n  x: { type: external-adapter, environment: { optional: [RUNX_OPENAPI_BASE_URL] } }\n",
+    );
+    assert!(
+        e.contains("runner `x` of type `external-adapter`")
+            && e.contains("names starting with RUNX_"),
+        "{e}"
+    );
+    let e = err(
+        "skill: s\nrunners:\n  x: { type: agent-task, inputs: { p: { type: json, packet: nowhere.v1 } } }\n",
+    );
+    assert!(e.contains("input `p`") && e.contains("nowhere.v1"), "{e}");
 }

@@ -408,6 +408,12 @@ fn build_env(raw: Option<RawEnv>) -> Result<EnvDecl, String> {
                     "`environment.{list}` entry `{name}` is a name the runtime sets itself (RUNX_CWD, RUNX_INPUTS_PATH, RUNX_INPUTS_JSON, RUNX_INPUT_*); it cannot be declared"
                 ));
             }
+            // runx reserves the whole prefix, so a package declaring one loads in neither.
+            if name.starts_with("RUNX_") {
+                return Err(format!(
+                    "`environment.{list}` entry `{name}`: names starting with RUNX_ belong to the runtime, which sets the ones a runner gets (RUNX_RECEIPT_DIR, RUNX_RECEIPT_VERIFY_*); runx refuses them too"
+                ));
+            }
         }
     }
     Ok(EnvDecl {
