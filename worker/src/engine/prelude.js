@@ -818,7 +818,9 @@
   // runx's worker installs it: a frozen object whose one property, a frozen function, can be
   // neither enumerated nor replaced, under a global that can be neither. The text is converted
   // as runx converts it (`ToString`: a symbol throws), lone surrogates become U+FFFD, and the
-  // host parses it: `url` answers the four strings, or the message of the TypeError.
+  // host parses it: `url` answers one string, a newline and the four parts each after a
+  // newline, or the message of the TypeError. The parts are cut by position (`split` would
+  // look up `String.prototype[Symbol.split]`, which module code may have set).
   const URL_UNITS = 4194304;
   const parseUrl = {
     parseUrl(input) {
@@ -826,9 +828,23 @@
       if (text.length > URL_UNITS) {
         throw new TypeErrorRef(`Runx.parseUrl takes a text of at most ${URL_UNITS} characters`);
       }
-      const parts = url(apply(toWellFormed, text, []));
-      if (typeof parts === "string") throw new TypeErrorRef(parts);
-      return { href: parts[0], origin: parts[1], protocol: parts[2], hostname: parts[3] };
+      const answer = url(apply(toWellFormed, text, []));
+      if (typeof answer !== "string" || apply(charCodeAt, answer, [0]) !== 10) {
+        throw new TypeErrorRef(typeof answer === "string" ? answer : "Runx.parseUrl failed");
+      }
+      let at = 1;
+      const next = () => {
+        const end = apply(indexOf, answer, ["\n", at]);
+        const stop = end === -1 ? answer.length : end;
+        const part = apply(slice, answer, [at, stop]);
+        at = stop + 1;
+        return part;
+      };
+      const href = next();
+      const origin = next();
+      const protocol = next();
+      const hostname = next();
+      return { href, origin, protocol, hostname };
     },
   }.parseUrl;
   apply(weakSet, natives, [parseUrl, "parseUrl"]);

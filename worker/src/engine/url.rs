@@ -16,6 +16,25 @@
 /// the heap limit, so the copy is bounded. runx has no bound; no URL a package parses is near it.
 pub(crate) const MAX_UNITS: usize = 4 * 1024 * 1024;
 
+/// What the native answers the prelude: a newline, then the four strings of [`parse`] joined
+/// by newlines (none holds one: the `url` crate removes newlines and percent-encodes control
+/// characters, and a host is ASCII), or the message of the `TypeError`, which never starts with
+/// a newline. One string, not an array: an array made here would be filled with `[[Set]]`,
+/// which a setter module code put on `Array.prototype` would intercept.
+pub(crate) fn answer(text: &str) -> String {
+    match parse(text) {
+        Ok(parts) => {
+            let mut joined = String::new();
+            for part in parts {
+                joined.push('\n');
+                joined.push_str(&part);
+            }
+            joined
+        }
+        Err(message) => message,
+    }
+}
+
 /// The four strings of an absolute URL, in the order the prelude reads them (`href`, `origin`,
 /// `protocol`, `hostname`), or the message of the `TypeError` to throw.
 pub(crate) fn parse(text: &str) -> Result<[String; 4], String> {
@@ -62,6 +81,18 @@ mod tests {
             parse("https://bücher.example/ä").unwrap()[0],
             "https://xn--bcher-kva.example/%C3%A4"
         );
+    }
+
+    #[test]
+    fn the_answer_is_one_string_the_prelude_can_cut() {
+        assert_eq!(
+            answer("https://a.example/x?y#z"),
+            "\nhttps://a.example/x?y#z\nhttps://a.example\nhttps:\na.example"
+        );
+        // Newlines and tabs in the text are removed by the parser; control characters are
+        // percent-encoded: no part ever holds a newline.
+        assert_eq!(answer("https://a.exa\nmple/\u{1}x").split('\n').count(), 5);
+        assert!(!answer("nope").starts_with('\n'));
     }
 
     #[test]

@@ -281,6 +281,14 @@ pub fn runx_parse_url_is_runx_own(e: &mut dyn Engine) {
                 symbol: caught(() => Runx.parseUrl(Symbol("s"))),
                 surrogate: Runx.parseUrl("https://a.example/\ud800").href,
                 long: caught(() => Runx.parseUrl("https://a.example/" + "a".repeat(4194304))),
+                hostile: (() => {
+                    // What module code may replace does not reach the answer.
+                    Object.defineProperty(Array.prototype, "0", { get() { return "evil"; }, set(v) {}, configurable: true });
+                    String.prototype[Symbol.split] = () => ["evil"];
+                    String.prototype.slice = () => "evil";
+                    Object.defineProperty(Object.prototype, "href", { set(v) {}, configurable: true });
+                    return Runx.parseUrl("https://b.example/p").href;
+                })(),
             };
         };"#,
         json!({"urls": ["https://Example.com:8443/a?q=1#fragment", "sc-domain:example.com", "HTTP://[::1]:80/x/../y"]}),
@@ -309,6 +317,7 @@ pub fn runx_parse_url_is_runx_own(e: &mut dyn Engine) {
         "{out}"
     );
     assert_eq!(out["surrogate"], "https://a.example/%EF%BF%BD", "{out}");
+    assert_eq!(out["hostile"], "https://b.example/p", "{out}");
     assert_eq!(
         out["long"], "TypeError: Runx.parseUrl takes a text of at most 4194304 characters",
         "{out}"

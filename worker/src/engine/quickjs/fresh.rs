@@ -9,9 +9,7 @@ use crate::engine::globals::ALLOWED_GLOBALS;
 use crate::wire::failure::{Failure, FailureCode};
 use rquickjs::context::intrinsic;
 use rquickjs::function::Opt;
-use rquickjs::{
-    Array, Context, Ctx, Function, Module, Object, Persistent, Runtime, Undefined, Value,
-};
+use rquickjs::{Array, Context, Ctx, Function, Module, Object, Persistent, Runtime, Undefined};
 use runx_rules::Limits;
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
@@ -151,24 +149,12 @@ fn install_prelude(
     Ok(Persistent::save(ctx, helpers))
 }
 
-/// The native behind `Runx.parseUrl` (`engine/url.rs`): the four strings as an array, or the
-/// message of the `TypeError` the prelude throws.
+/// The native behind `Runx.parseUrl` (`engine/url.rs`): one string, the four parts or the
+/// message of the `TypeError` the prelude throws ([`crate::engine::url::answer`]).
 fn url_native<'js>(ctx: &Ctx<'js>) -> Result<Function<'js>, Failure> {
-    Function::new(
-        ctx.clone(),
-        |ctx: Ctx<'js>, text: rquickjs::String<'js>| -> rquickjs::Result<Value<'js>> {
-            match crate::engine::url::parse(&text.to_string()?) {
-                Ok(parts) => {
-                    let array = Array::new(ctx)?;
-                    for (i, part) in parts.into_iter().enumerate() {
-                        array.set(i, part)?;
-                    }
-                    Ok(array.into_value())
-                }
-                Err(message) => Ok(rquickjs::String::from_str(ctx, &message)?.into_value()),
-            }
-        },
-    )
+    Function::new(ctx.clone(), |text: rquickjs::String<'js>| {
+        text.to_string().map(|t| crate::engine::url::answer(&t))
+    })
     .map_err(|e| {
         Failure::new(
             FailureCode::Internal,
