@@ -11,6 +11,12 @@
 //! dropped instead, since nothing may be said to them. Below the transport, each line is
 //! checked for a key named twice (`duplicates`), and such a line is answered `-32700` in its
 //! place.
+//!
+//! Backpressure: rmcp writes each answer from a task of its own, so a client that sends and
+//! never reads would have answers pile up in memory without end (300,000 pings took 1.5 GB).
+//! [`Opening`] counts the answers not yet written, and reads no further message while
+//! [`MAX_UNSENT`] are waiting: the client's own writes then block, as they do against `runx
+//! serve`.
 
 use crate::duplicates::{REFUSED_METHOD, Screened};
 use crate::error::McpError;
@@ -24,7 +30,18 @@ use rmcp::transport::Transport;
 use rmcp::transport::async_rw::AsyncRwTransport;
 use std::future::Future;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use tokio::sync::Notify;
+
+/// Answers waiting to be written before the server reads another message.
+pub const MAX_UNSENT: usize = 64;
+
+/// The answers handed to the transport and not yet written.
+#[derive(Default)]
+struct Backlog {
+    unsent: AtomicUsize,
+    written: Notify,
+}
 
 /// Serves `server` on this process's stdin and stdout until the client closes stdin. Calls
 /// still running then are given five seconds to answer (rmcp's drain), then cancelled.
@@ -38,6 +55,7 @@ pub async fn serve_stdio(server: McpServer, max_message_bytes: usize) -> Result<
         inner: transport,
         open: false,
         owed,
+        backlog: Arc::new(Backlog::default()),
     };
     let running = match serve_server(server, transport).await {
         Ok(r) => r,
@@ -65,6 +83,8 @@ struct Opening<T> {
     open: bool,
     /// Refusals put in the stream and not answered yet (see [`Screened`]).
     owed: Arc<AtomicU64>,
+    /// Answers not yet written (see the module documentation).
+    backlog: Arc<Backlog>,
 }
 
 impl<T: Transport<RoleServer>> Transport<RoleServer> for Opening<T> {
@@ -74,10 +94,29 @@ impl<T: Transport<RoleServer>> Transport<RoleServer> for Opening<T> {
         &mut self,
         item: TxJsonRpcMessage<RoleServer>,
     ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
-        self.inner.send(item)
+        let backlog = self.backlog.clone();
+        backlog.unsent.fetch_add(1, Ordering::SeqCst);
+        let sending = self.inner.send(item);
+        async move {
+            let sent = sending.await;
+            backlog.unsent.fetch_sub(1, Ordering::SeqCst);
+            backlog.written.notify_waiters();
+            sent
+        }
     }
 
     async fn receive(&mut self) -> Option<RxJsonRpcMessage<RoleServer>> {
+        // Nothing more is read while the client leaves answers unread. A `Notified` made before
+        // the count is read is woken by any write that ends after it (tokio's guarantee for
+        // `notify_waiters`), so no wake-up is lost; this wait holds no message, so rmcp may
+        // drop it and call again.
+        loop {
+            let written = self.backlog.written.notified();
+            if self.backlog.unsent.load(Ordering::SeqCst) < MAX_UNSENT {
+                break;
+            }
+            written.await;
+        }
         loop {
             let message = self.inner.receive().await?;
             if let JsonRpcMessage::Notification(JsonRpcNotification {

@@ -1043,3 +1043,56 @@ fn a_deep_argument_under_a_recursive_any_of_is_refused_and_the_server_goes_on() 
     assert_eq!(ok["result"]["isError"], json!(false), "{ok}");
     assert_eq!(m.close(), 0);
 }
+
+/// A client that sends and never reads stops being read (issue 43, item 4): the server reads
+/// no further message while 64 answers wait to be written, so its memory stays bounded and the
+/// client's writes block, as against `runx serve`. (300,000 pings took it to 1.5 GB.)
+#[test]
+fn a_client_that_never_reads_is_not_read_either() {
+    let ws = tempfile::tempdir().unwrap();
+    let hello = fixtures().join("hello").display().to_string();
+    let mut child = runx()
+        .current_dir(ws.path())
+        .args(["mcp", "serve", &hello])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let mut stdin = child.stdin.take().unwrap();
+    // Held, never read: the pipe fills, then the server's writes wait.
+    let _stdout = child.stdout.take().unwrap();
+    let (sent, count) = channel();
+    let writer = std::thread::spawn(move || {
+        let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": initialize(LATEST)});
+        let mut n = 0u64;
+        if writeln!(stdin, "{init}").is_err() {
+            return;
+        }
+        for id in 1..=300_000u64 {
+            let ping = format!("{{\"jsonrpc\":\"2.0\",\"id\":{id},\"method\":\"ping\"}}\n");
+            if stdin.write_all(ping.as_bytes()).is_err() {
+                break;
+            }
+            n = id;
+            let _ = sent.send(n);
+        }
+        let _ = sent.send(n);
+    });
+    // Long enough for 300,000 pings to be read and answered by a server that reads on.
+    std::thread::sleep(Duration::from_secs(4));
+    let written = count.try_iter().last().unwrap_or(0);
+    let peak = super::serve::peak_rss(pid);
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let _ = writer.join();
+    assert!(
+        written < 300_000,
+        "the server read every ping its client never read an answer to"
+    );
+    assert!(
+        peak < 200 << 20,
+        "a client that never reads took the server to {peak} bytes"
+    );
+}

@@ -798,7 +798,7 @@ fn a_cancelled_queued_step_answers_at_once() {
 }
 
 /// The most memory a process has held (`VmHWM`), in bytes.
-fn peak_rss(pid: u32) -> u64 {
+pub fn peak_rss(pid: u32) -> u64 {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
     let kib = status
         .lines()
