@@ -43,6 +43,23 @@ struct Backlog {
     written: Notify,
 }
 
+/// One answer counted in a [`Backlog`] while it lives.
+struct Unsent(Arc<Backlog>);
+
+impl Unsent {
+    fn new(backlog: &Arc<Backlog>) -> Unsent {
+        backlog.unsent.fetch_add(1, Ordering::SeqCst);
+        Unsent(backlog.clone())
+    }
+}
+
+impl Drop for Unsent {
+    fn drop(&mut self) {
+        self.0.unsent.fetch_sub(1, Ordering::SeqCst);
+        self.0.written.notify_waiters();
+    }
+}
+
 /// Serves `server` on this process's stdin and stdout until the client closes stdin. Calls
 /// still running then are given five seconds to answer (rmcp's drain), then cancelled.
 pub async fn serve_stdio(server: McpServer, max_message_bytes: usize) -> Result<(), McpError> {
@@ -94,14 +111,12 @@ impl<T: Transport<RoleServer>> Transport<RoleServer> for Opening<T> {
         &mut self,
         item: TxJsonRpcMessage<RoleServer>,
     ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
-        let backlog = self.backlog.clone();
-        backlog.unsent.fetch_add(1, Ordering::SeqCst);
+        let unsent = Unsent::new(&self.backlog);
         let sending = self.inner.send(item);
         async move {
-            let sent = sending.await;
-            backlog.unsent.fetch_sub(1, Ordering::SeqCst);
-            backlog.written.notify_waiters();
-            sent
+            // Counted until written, or until the send is dropped unfinished.
+            let _unsent = unsent;
+            sending.await
         }
     }
 
