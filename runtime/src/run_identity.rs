@@ -34,6 +34,11 @@ const RUNX_RELEASE: &str = "0.8.2";
 const MAX_FILES: usize = 500;
 const MAX_BYTES: u64 = 20 * 1024 * 1024;
 
+/// Directories walked at most: runx has no such bound, but a package root found by walking up
+/// (the nearest `SKILL.md`) may be a large tree of empty directories, which no file bound
+/// would stop.
+const MAX_DIRS: usize = 10_000;
+
 /// Entries runx leaves out of a package, at any depth.
 const IGNORED: [&str; 4] = [".git", ".runx", "node_modules", "target"];
 
@@ -101,7 +106,8 @@ fn package_root(dir: &Path) -> PathBuf {
 /// package.
 fn package_digest(root: &Path) -> Option<String> {
     let mut files = Vec::new();
-    collect(root, root, &mut files)?;
+    let mut dirs = 0;
+    collect(root, root, &mut files, &mut dirs)?;
     files.sort();
     let mut hash = Sha256::new();
     hash.update(b"runx.skill-package.v1\0");
@@ -130,8 +136,18 @@ fn package_digest(root: &Path) -> Option<String> {
 }
 
 /// Lists the regular files under `dir` as (relative path with `/`, path); `None` for a link,
-/// another kind of file, a name that is not UTF-8, or more than [`MAX_FILES`] files.
-fn collect(root: &Path, dir: &Path, files: &mut Vec<(String, PathBuf)>) -> Option<()> {
+/// another kind of file, a name that is not UTF-8, more than [`MAX_FILES`] files or more than
+/// [`MAX_DIRS`] directories.
+fn collect(
+    root: &Path,
+    dir: &Path,
+    files: &mut Vec<(String, PathBuf)>,
+    dirs: &mut usize,
+) -> Option<()> {
+    *dirs += 1;
+    if *dirs > MAX_DIRS {
+        return None;
+    }
     for entry in fs::read_dir(dir).ok()? {
         let entry = entry.ok()?;
         let name = entry.file_name();
@@ -142,7 +158,7 @@ fn collect(root: &Path, dir: &Path, files: &mut Vec<(String, PathBuf)>) -> Optio
         let path = entry.path();
         let kind = fs::symlink_metadata(&path).ok()?.file_type();
         if kind.is_dir() {
-            collect(root, &path, files)?;
+            collect(root, &path, files, dirs)?;
         } else if kind.is_file() {
             let relative = path.strip_prefix(root).ok()?.to_str()?.to_string();
             files.push((relative, path));
@@ -247,6 +263,15 @@ mod tests {
             fs::write(many.path().join(format!("f{i}")), "").unwrap();
         }
         assert_eq!(package_digest(many.path()), None);
+        let deep = package(&[("SKILL.md", "s")]);
+        for i in 0..=MAX_DIRS {
+            fs::create_dir(deep.path().join(format!("d{i}"))).unwrap();
+        }
+        assert_eq!(
+            package_digest(deep.path()),
+            None,
+            "a tree of empty directories"
+        );
         let big = package(&[("SKILL.md", "s")]);
         fs::write(big.path().join("big"), vec![b'x'; MAX_BYTES as usize + 1]).unwrap();
         assert_eq!(package_digest(big.path()), None);
