@@ -420,3 +420,46 @@ fn hostile_yaml_in_declared_keys_is_refused() {
         "{e}"
     );
 }
+
+/// runx refuses a graph without `graph.result_from`, and one that declares `environment`,
+/// `outputs` or `artifacts` (its steps declare those): so does this runtime, at the runner's
+/// line, though it does not run graphs.
+#[test]
+fn graphs_runx_refuses_are_refused() {
+    let (e, line, _) = err("skill: s\nrunners:\n  g: { type: graph, graph: { steps: [] } }\n");
+    assert!(
+        e.contains("runner `g` of type `graph` has no `graph.result_from`"),
+        "{e}"
+    );
+    assert_eq!(line, Some(3), "at the runner's line: {e}");
+    let (e, _, _) = err("skill: s\nrunners:\n  g: { type: graph, graph: { result_from: [] } }\n");
+    assert!(e.contains("has no `graph.result_from`"), "{e}");
+    for key in [
+        "environment: { required: [A] }",
+        "outputs: { x: string }",
+        "artifacts: { emits: [x] }",
+    ] {
+        let (e, _, _) = err(&format!(
+            "skill: s\nrunners:\n  g: {{ type: graph, graph: {{ result_from: [s] }}, {key} }}\n"
+        ));
+        assert!(e.contains("which is ambiguous for a graph"), "{key}: {e}");
+    }
+}
+
+/// A runner of a type this runtime does not run still may not name a `RUNX_` variable or a
+/// packet whose schema is not there: runx refuses both.
+#[test]
+fn other_runners_keep_runx_environment_and_packet_rules() {
+    let (e, _, _) = err(
+        "skill: s\nrunners:\n  x: { type: external-adapter, environment: { optional: [RUNX_OPENAPI_BASE_URL] } }\n",
+    );
+    assert!(
+        e.contains("runner `x` of type `external-adapter`")
+            && e.contains("names starting with RUNX_"),
+        "{e}"
+    );
+    let (e, _, _) = err(
+        "skill: s\nrunners:\n  x: { type: agent-task, inputs: { p: { type: json, packet: nowhere.v1 } } }\n",
+    );
+    assert!(e.contains("input `p`") && e.contains("nowhere.v1"), "{e}");
+}

@@ -700,6 +700,18 @@ fn http_server_on(cwd: &Path, listen: &[&str], extra: &[&str]) -> (Child, String
     (child, addr)
 }
 
+/// The `Mcp-Session-Id` an HTTP response gives.
+fn session_of(response: &str) -> String {
+    response
+        .lines()
+        .find_map(|l| {
+            let (name, value) = l.split_once(':')?;
+            name.eq_ignore_ascii_case("mcp-session-id")
+                .then(|| value.trim().to_string())
+        })
+        .unwrap_or_else(|| panic!("no session: {response}"))
+}
+
 /// One HTTP/1.1 POST; the status and the whole response.
 fn post(addr: &str, headers: &[(&str, &str)], body: &[u8]) -> (u16, String) {
     send(addr, "POST", headers, body)
@@ -810,14 +822,7 @@ fn http_listen_is_runx_flag_and_a_session_ends_with_200() {
             .to_string();
     let (status, text) = post(&addr, &[], init.as_bytes());
     assert_eq!(status, 200, "{text}");
-    let session = text
-        .lines()
-        .find_map(|l| {
-            let (name, value) = l.split_once(':')?;
-            name.eq_ignore_ascii_case("mcp-session-id")
-                .then(|| value.trim().to_string())
-        })
-        .unwrap_or_else(|| panic!("no session: {text}"));
+    let session = session_of(&text);
     let (status, text) = send(&addr, "DELETE", &[("Mcp-Session-Id", &session)], b"");
     assert_eq!(status, 200, "{text}");
     let list = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}).to_string();
@@ -929,14 +934,7 @@ fn http_bounds_connections_sessions_and_slow_bodies() {
         std::thread::sleep(Duration::from_millis(100));
     };
     assert_eq!(status, 200, "{text}");
-    let session = text
-        .lines()
-        .find_map(|l| {
-            let (name, value) = l.split_once(':')?;
-            name.eq_ignore_ascii_case("mcp-session-id")
-                .then(|| value.trim().to_string())
-        })
-        .unwrap_or_else(|| panic!("no session: {text}"));
+    let session = session_of(&text);
     let (status, text) = post(&addr, &[], init.as_bytes());
     assert_eq!(status, 503, "{text}");
     assert!(text.contains("--max-sessions"), "{text}");
