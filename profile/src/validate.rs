@@ -380,6 +380,12 @@ fn is_runtime_owned(name: &str) -> bool {
         || name.starts_with("RUNX_INPUT_")
 }
 
+/// Whether `name` is the runtime's: runx reserves the whole `RUNX_` prefix, so a package
+/// declaring one loads in neither.
+pub(crate) fn is_reserved_env_name(name: &str) -> bool {
+    name.starts_with("RUNX_")
+}
+
 fn build_env(raw: Option<RawEnv>) -> Result<EnvDecl, String> {
     let Some(raw) = raw else {
         return Ok(EnvDecl::default());
@@ -408,8 +414,7 @@ fn build_env(raw: Option<RawEnv>) -> Result<EnvDecl, String> {
                     "`environment.{list}` entry `{name}` is a name the runtime sets itself (RUNX_CWD, RUNX_INPUTS_PATH, RUNX_INPUTS_JSON, RUNX_INPUT_*); it cannot be declared"
                 ));
             }
-            // runx reserves the whole prefix, so a package declaring one loads in neither.
-            if name.starts_with("RUNX_") {
+            if is_reserved_env_name(name) {
                 return Err(format!(
                     "`environment.{list}` entry `{name}`: names starting with RUNX_ belong to the runtime, which sets the ones a runner gets (RUNX_RECEIPT_DIR, RUNX_RECEIPT_VERIFY_*); runx refuses them too"
                 ));
