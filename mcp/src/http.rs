@@ -211,22 +211,15 @@ pub async fn serve_http(
                         && opens_a_session(&bytes)
                         && sessions.sessions.read().await.len() >= max_sessions
                     {
-                        return Ok(json_error(
+                        return Ok(json(
                             StatusCode::SERVICE_UNAVAILABLE,
-                            &format!(
+                            &json_error(&format!(
                                 "too many sessions: this server holds at most {max_sessions} (--max-sessions); end one with DELETE, or try again when one has expired"
-                            ),
+                            )),
                         ));
                     }
                     if let Some(refusal) = screen_body(&bytes) {
-                        let mut response =
-                            Response::new(Full::new(Bytes::from(refusal.to_string())).boxed());
-                        *response.status_mut() = StatusCode::BAD_REQUEST;
-                        response.headers_mut().insert(
-                            header::CONTENT_TYPE,
-                            http::HeaderValue::from_static("application/json"),
-                        );
-                        return Ok(response);
+                        return Ok(json(StatusCode::BAD_REQUEST, &refusal));
                     }
                     Ok(service
                         .handle(Request::from_parts(parts, Full::new(bytes)))
@@ -280,11 +273,15 @@ fn opens_a_session(body: &[u8]) -> bool {
         .is_some_and(|m| m == "initialize")
 }
 
-/// A JSON-RPC error with no id as an HTTP answer of `status`.
-fn json_error(status: StatusCode, message: &str) -> Response<Body> {
-    let body = serde_json::json!({
+/// A JSON-RPC error with no id.
+fn json_error(message: &str) -> serde_json::Value {
+    serde_json::json!({
         "jsonrpc": "2.0", "id": null, "error": {"code": -32000, "message": message},
-    });
+    })
+}
+
+/// `body` as an HTTP answer of `status`.
+fn json(status: StatusCode, body: &serde_json::Value) -> Response<Body> {
     let mut response = Response::new(Full::new(Bytes::from(body.to_string())).boxed());
     *response.status_mut() = status;
     response.headers_mut().insert(
