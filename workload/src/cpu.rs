@@ -46,6 +46,13 @@ fn stat_times(stat: &str) -> Option<StatTimes> {
     })
 }
 
+/// The CPU time `pid`'s own threads have used so far (`utime + stime`), children not counted;
+/// `None` where `/proc` cannot be read.
+pub fn own_cpu(pid: u32) -> Option<Duration> {
+    let ticks = read_times(pid)?.own;
+    Some(Duration::from_millis(ticks * 1000 / TICKS_PER_SECOND))
+}
+
 fn read_times(pid: u32) -> Option<StatTimes> {
     stat_times(&std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?)
 }

@@ -31,7 +31,7 @@ mod pages;
 mod procfs;
 mod stats;
 
-pub use cpu::CpuClock;
+pub use cpu::{CpuClock, own_cpu};
 pub use memory::{
     Peaks, Resident, Sampler, new_file_writes, resident_of, resident_of_tree, system_shmem_kib,
 };

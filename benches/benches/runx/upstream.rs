@@ -10,7 +10,7 @@
 //! `RUNX_BENCH_TWITTER_MIB` (default 64).
 
 use crate::common::{ms, target_bin};
-use runx_workload::CpuClock;
+use runx_workload::{CpuClock, own_cpu};
 use serde_json::Value;
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -215,8 +215,8 @@ fn select(runx: &Path, worker: &Path, twitter: &Path, dir: &Path) -> Result<Run,
         .stderr(Stdio::null())
         .spawn()
         .map_err(|e| e.to_string())?;
-    let stat = format!("/proc/{}/stat", child.id());
-    let mut own = 0u64;
+    let pid = child.id();
+    let mut runx_cpu = Duration::ZERO;
     let mut stdout = child.stdout.take().ok_or("no stdout")?;
     let reader = std::thread::spawn(move || {
         let mut text = Vec::new();
@@ -226,11 +226,8 @@ fn select(runx: &Path, worker: &Path, twitter: &Path, dir: &Path) -> Result<Run,
         if let Some(status) = child.try_wait().map_err(|e| e.to_string())? {
             break status;
         }
-        if let Some(ticks) = std::fs::read_to_string(&stat)
-            .ok()
-            .and_then(|s| own_ticks(&s))
-        {
-            own = ticks;
+        if let Some(used) = own_cpu(pid) {
+            runx_cpu = used;
         }
         std::thread::sleep(Duration::from_millis(5));
     };
@@ -255,20 +252,10 @@ fn select(runx: &Path, worker: &Path, twitter: &Path, dir: &Path) -> Result<Run,
         "scanned": data["scanned"],
         "plan_digest": data["plan_digest"],
     });
-    let runx_cpu = Duration::from_millis(own * 10);
     Ok(Run {
         wall,
         runx_cpu,
         worker_cpu: total.saturating_sub(runx_cpu),
         answer,
     })
-}
-
-/// `utime + stime` of a `/proc/<pid>/stat` text, in ticks: the process's own threads.
-fn own_ticks(stat: &str) -> Option<u64> {
-    let rest = &stat[stat.rfind(')')? + 1..];
-    let fields: Vec<&str> = rest.split_whitespace().collect();
-    // After the name: state is field 3, utime 14, stime 15.
-    let field = |n: usize| fields.get(n - 3)?.parse::<u64>().ok();
-    Some(field(14)? + field(15)?)
 }
